@@ -1,0 +1,48 @@
+//! Speed benchmark driver: `bench SCENARIO.toml [--set-duration SECONDS]`.
+//! Runs one scenario in this process and prints one JSON line with wall time, events,
+//! events/s, peak resident memory (VmHWM) and the aggregate results.
+
+use longpipe_core::{run_json, RunOptions};
+use std::time::Instant;
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 2 {
+        eprintln!("usage: bench SCENARIO.toml [DURATION_S]");
+        std::process::exit(2);
+    }
+    let text = std::fs::read_to_string(&args[1]).expect("read scenario");
+    let mut v: toml::Value = toml::from_str(&text).expect("TOML");
+    if let Some(d) = args.get(2) {
+        v.as_table_mut()
+            .unwrap()
+            .insert("duration".into(), toml::Value::String(format!("{d}s")));
+    }
+    let json = serde_json::to_string(&v).unwrap();
+    let t0 = Instant::now();
+    let out = run_json(&json, &RunOptions::default()).unwrap_or_else(|e| {
+        eprintln!("{}: {e}", args[1]);
+        std::process::exit(2)
+    });
+    let wall = t0.elapsed().as_secs_f64();
+    let r = &out.result;
+    let agg: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
+    println!(
+        "{{\"scenario\": \"{}\", \"flows\": {}, \"sim_s\": {}, \"wall_s\": {:.4}, \"events\": {}, \"events_per_s\": {:.0}, \"peak_rss_mib\": {:.1}, \"aggregate_goodput_mbps\": {:.3}, \"jain\": {:.4}}}",
+        r.scenario,
+        r.flows.len(),
+        r.duration_s,
+        wall,
+        r.sim.events,
+        r.sim.events as f64 / wall,
+        peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+        agg / 1e6,
+        r.fairness_jain.unwrap_or(f64::NAN)
+    );
+}

@@ -1,0 +1,31 @@
+//! longpipe-core: a deterministic packet-level simulator of TCP over long, thin and
+//! lossy links. Pure Rust: no Python, no OS clock, no I/O.
+//!
+//! Entry point: [`run_json`] (scenario JSON text in, [`sim::RunOutput`] out).
+
+pub mod engine;
+pub mod net;
+pub mod results;
+pub mod rng;
+pub mod scenario;
+pub mod sim;
+pub mod tcp;
+pub mod time;
+pub mod units;
+pub mod wire;
+
+pub use scenario::{json_schema, ScenarioError};
+pub use sim::{RunOptions, RunOutput, TraceSel};
+
+/// Parses, validates and runs a scenario given as JSON text.
+pub fn run_json(text: &str, opts: &RunOptions) -> Result<RunOutput, ScenarioError> {
+    let sc = scenario::parse_json(text)?.validate()?;
+    run_valid(&sc, opts)
+}
+
+pub fn run_valid(
+    sc: &scenario::ValidScenario,
+    opts: &RunOptions,
+) -> Result<RunOutput, ScenarioError> {
+    Ok(sim::Sim::new(sc, opts)?.run())
+}

@@ -1,0 +1,70 @@
+//! The result contract (DESIGN.md "Result"): serialized as one JSON document.
+//! Field order is fixed by the struct order, so output bytes are deterministic.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    pub id: usize,
+    pub src: String,
+    pub dst: String,
+    pub tcp: String,
+    /// Bytes delivered in order to the receiving application between
+    /// max(start, warmup) and the completion time (or the end of the run), × 8 / span.
+    pub goodput_bps: f64,
+    /// Bytes delivered in order at or after warmup.
+    pub bytes_delivered: u64,
+    /// Data segments sent (incl. retransmissions), at or after warmup.
+    pub segments_sent: u64,
+    pub retransmitted_segments: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    /// From the flow's start (SYN) to the delivery of its last byte; null if unfinished.
+    pub completion_time_s: Option<f64>,
+    /// Mean of the sender's RTT samples (Karn-valid), null if none.
+    pub mean_rtt_s: Option<f64>,
+    pub mss: u32,
+    pub start_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkResult {
+    pub a: String,
+    pub b: String,
+    /// "forward" = a->b as declared, "reverse" = b->a (here `a` is the sending node).
+    pub dir: String,
+    /// Fraction of the measured time the transmitter was busy.
+    pub utilization: f64,
+    /// Packets put on the wire (transmission started at/after warmup).
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops_queue: u64,
+    pub drops_loss: u64,
+    pub max_queue_packets: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SimStats {
+    pub events: u64,
+    /// Filled in by the caller (the core has no clock).
+    pub wall_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SimResult {
+    pub scenario: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub flows: Vec<FlowResult>,
+    pub links: Vec<LinkResult>,
+    /// Jain's index over flow goodputs; null if no flow delivered anything.
+    pub fairness_jain: Option<f64>,
+    pub sim: SimStats,
+}
+
+impl SimResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("result serializes")
+    }
+}

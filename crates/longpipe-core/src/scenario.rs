@@ -1,0 +1,676 @@
+//! The scenario: serde types (the one place the schema is defined) and `validate()`,
+//! which resolves names and defaults into a [`ValidScenario`] the engine runs.
+//!
+//! Error messages name the field path (`link[2].loss.p: must be in [0, 1]`).
+
+use crate::time::{Rate, SimDuration, SimTime};
+use crate::units::{Bytes, Duration, Limit, LimitQ, RateQ};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A scenario input error: the field path and what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {msg}")]
+pub struct ScenarioError {
+    pub path: String,
+    pub msg: String,
+}
+
+fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError {
+        path: path.into(),
+        msg: msg.into(),
+    })
+}
+
+/// A simulation scenario (TOML file or Python dict; same keys).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Free-form name, echoed in results.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Simulated time (required).
+    pub duration: Duration,
+    /// Master seed (default 1); every random stream is derived from it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Statistics ignore traffic before this time (default 0 s).
+    #[serde(default)]
+    pub warmup: Option<Duration>,
+    /// Optional node declarations; nodes are otherwise implied by links.
+    #[serde(default)]
+    pub node: Vec<NodeSpec>,
+    /// Duplex links; direction a->b is "forward".
+    pub link: Vec<LinkSpec>,
+    /// TCP flows.
+    #[serde(default)]
+    pub flow: Vec<FlowSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKind {
+    #[default]
+    Host,
+    Router,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    #[serde(default)]
+    pub kind: NodeKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueKind {
+    /// FIFO, arrivals dropped when full.
+    #[default]
+    Droptail,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// Capacity: "1000pkt" or bytes ("64KB"). Default 100pkt. The packet in
+    /// transmission is not counted.
+    #[serde(default)]
+    pub limit: Option<LimitQ>,
+    #[serde(default)]
+    pub kind: QueueKind,
+}
+
+/// Per-direction loss model, applied to each packet as it leaves the transmitter.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum LossSpec {
+    /// Each packet independently lost with probability p.
+    Bernoulli { p: f64 },
+    /// Independent bit errors: P(loss) = 1 - (1 - ber)^(8 * bytes).
+    Ber { ber: f64 },
+    /// Two-state Gilbert-Elliott chain, stepped once per packet: good->bad with
+    /// probability p_gb, bad->good with p_bg; loss probability loss_good / loss_bad.
+    Gilbert {
+        p_gb: f64,
+        p_bg: f64,
+        #[serde(default)]
+        loss_good: Option<f64>,
+        #[serde(default)]
+        loss_bad: Option<f64>,
+    },
+    /// Drop exactly the packets with these 0-based indices, counted over every packet
+    /// that leaves this link direction (SYN = 0, ...). For exact tests.
+    List { drop: Vec<u64> },
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub a: String,
+    pub b: String,
+    /// Line rate a->b (and b->a unless rate_ba is given).
+    pub rate: RateQ,
+    #[serde(default)]
+    pub rate_ba: Option<RateQ>,
+    /// One-way propagation delay a->b (and b->a unless delay_ba is given).
+    pub delay: Duration,
+    #[serde(default)]
+    pub delay_ba: Option<Duration>,
+    /// Queue at the a end (and at the b end unless queue_ba is given).
+    #[serde(default)]
+    pub queue: Option<QueueSpec>,
+    #[serde(default)]
+    pub queue_ba: Option<QueueSpec>,
+    /// Loss model a->b.
+    #[serde(default)]
+    pub loss: Option<LossSpec>,
+    /// Loss model b->a.
+    #[serde(default)]
+    pub loss_ba: Option<LossSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TcpKind {
+    /// 4.3BSD Tahoe: fast retransmit, then slow start from 1 MSS; no fast recovery.
+    Tahoe,
+    /// RFC 5681 Reno: fast recovery exits on the first new ACK.
+    Reno,
+    /// RFC 6582 NewReno: fast recovery with partial ACKs.
+    #[default]
+    Newreno,
+}
+
+impl TcpKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpKind::Tahoe => "tahoe",
+            TcpKind::Reno => "reno",
+            TcpKind::Newreno => "newreno",
+        }
+    }
+}
+
+/// Initial window: segments, or a named RFC rule.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum IwSpec {
+    Segments(u32),
+    Rule(IwRule),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IwRule {
+    /// min(4*MSS, max(2*MSS, 4380 B))
+    Rfc2414,
+    /// same rule as RFC 2414
+    Rfc3390,
+    /// min(10*MSS, max(2*MSS, 14600 B))
+    Rfc6928,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppKind {
+    /// Send as fast as TCP allows; `bytes` limits the transfer.
+    #[default]
+    Bulk,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    #[serde(default)]
+    pub kind: AppKind,
+    /// Transfer size; unlimited when absent.
+    #[serde(default)]
+    pub bytes: Option<Bytes>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub src: String,
+    pub dst: String,
+    #[serde(default)]
+    pub tcp: TcpKind,
+    /// Sender maximum segment size (payload bytes). Default 1460.
+    #[serde(default)]
+    pub mss: Option<u32>,
+    /// Alternative to mss: mss = mtu - 40.
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// Receiver buffer = advertised window (window scaling negotiated when > 65535 B).
+    /// Default 64KiB.
+    #[serde(default)]
+    pub rwnd: Option<Bytes>,
+    /// Initial window in segments or "rfc2414" | "rfc3390" | "rfc6928". Default 1.
+    #[serde(default)]
+    pub iw: Option<IwSpec>,
+    /// SACK (RFC 2018/6675). Not yet implemented: must be false.
+    #[serde(default)]
+    pub sack: bool,
+    /// Receiver delays ACKs (every second full segment, 200 ms timer). Default true.
+    #[serde(default)]
+    pub delayed_ack: Option<bool>,
+    /// Delayed-ACK timer. Default 200ms.
+    #[serde(default)]
+    pub delayed_ack_timeout: Option<Duration>,
+    /// Minimum RTO (RFC 6298 says 1 s; Linux uses 200 ms). Default 1s.
+    #[serde(default)]
+    pub min_rto: Option<Duration>,
+    /// Initial RTO (RFC 6298 (2.1)). Default 1s.
+    #[serde(default)]
+    pub initial_rto: Option<Duration>,
+    /// Maximum RTO (RFC 6298 (2.5)). Default 60s.
+    #[serde(default)]
+    pub max_rto: Option<Duration>,
+    #[serde(default)]
+    pub app: Option<AppSpec>,
+    #[serde(default)]
+    pub start: Option<Duration>,
+    /// Replicate this flow `count` times (ids are consecutive).
+    #[serde(default)]
+    pub count: Option<u32>,
+}
+
+// ---------------------------------------------------------------------------------
+// Validated, resolved form.
+
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum LossModel {
+    None,
+    Bernoulli {
+        p: f64,
+    },
+    Ber {
+        ber: f64,
+    },
+    Gilbert {
+        p_gb: f64,
+        p_bg: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+    List {
+        drop: Vec<u64>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct DirInfo {
+    pub rate: Rate,
+    pub delay: SimDuration,
+    pub limit: Limit,
+    pub loss: LossModel,
+}
+
+#[derive(Debug, Clone)]
+pub struct LinkInfo {
+    pub a: usize,
+    pub b: usize,
+    /// [forward a->b, reverse b->a]
+    pub dirs: [DirInfo; 2],
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowInfo {
+    pub id: usize,
+    pub spec_index: usize,
+    pub src: usize,
+    pub dst: usize,
+    pub tcp: TcpKind,
+    pub mss: u32,
+    pub rwnd: u64,
+    /// Initial window in bytes.
+    pub iw_bytes: u64,
+    pub sack: bool,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: SimDuration,
+    pub min_rto: SimDuration,
+    pub initial_rto: SimDuration,
+    pub max_rto: SimDuration,
+    pub app_bytes: Option<u64>,
+    pub start: SimTime,
+}
+
+#[derive(Debug, Clone)]
+pub struct ValidScenario {
+    pub name: String,
+    pub seed: u64,
+    pub duration: SimTime,
+    pub warmup: SimTime,
+    pub nodes: Vec<NodeInfo>,
+    pub links: Vec<LinkInfo>,
+    pub flows: Vec<FlowInfo>,
+}
+
+impl ValidScenario {
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+}
+
+/// Parses a scenario from JSON text (the Python front end converts TOML and dicts to
+/// JSON), with the field path in every error.
+pub fn parse_json(text: &str) -> Result<Scenario, ScenarioError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." {
+            "(top level)".to_string()
+        } else {
+            path
+        };
+        let mut msg = e.into_inner().to_string();
+        // The JSON position means nothing to a user who wrote TOML: drop it.
+        if let Some(i) = msg.rfind(" at line ") {
+            msg.truncate(i);
+        }
+        ScenarioError { path, msg }
+    })
+}
+
+fn check_prob(path: String, p: f64) -> Result<f64, ScenarioError> {
+    if !(0.0..=1.0).contains(&p) || p.is_nan() {
+        return err(path, format!("must be a probability in [0, 1], got {p}"));
+    }
+    Ok(p)
+}
+
+fn resolve_loss(path: &str, l: &Option<LossSpec>) -> Result<LossModel, ScenarioError> {
+    Ok(match l {
+        None => LossModel::None,
+        Some(LossSpec::Bernoulli { p }) => LossModel::Bernoulli {
+            p: check_prob(format!("{path}.p"), *p)?,
+        },
+        Some(LossSpec::Ber { ber }) => LossModel::Ber {
+            ber: check_prob(format!("{path}.ber"), *ber)?,
+        },
+        Some(LossSpec::Gilbert {
+            p_gb,
+            p_bg,
+            loss_good,
+            loss_bad,
+        }) => LossModel::Gilbert {
+            p_gb: check_prob(format!("{path}.p_gb"), *p_gb)?,
+            p_bg: check_prob(format!("{path}.p_bg"), *p_bg)?,
+            loss_good: check_prob(format!("{path}.loss_good"), loss_good.unwrap_or(0.0))?,
+            loss_bad: check_prob(format!("{path}.loss_bad"), loss_bad.unwrap_or(1.0))?,
+        },
+        Some(LossSpec::List { drop }) => {
+            let mut d = drop.clone();
+            d.sort_unstable();
+            d.dedup();
+            LossModel::List { drop: d }
+        }
+    })
+}
+
+fn resolve_limit(path: &str, q: &Option<QueueSpec>) -> Result<Limit, ScenarioError> {
+    let limit = q
+        .as_ref()
+        .and_then(|q| q.limit)
+        .map(|l| l.0)
+        .unwrap_or(Limit::Packets(100));
+    match limit {
+        Limit::Packets(0) | Limit::Bytes(0) => err(
+            format!("{path}.limit"),
+            "must be at least 1 packet or 1 byte",
+        ),
+        l => Ok(l),
+    }
+}
+
+impl Scenario {
+    pub fn validate(&self) -> Result<ValidScenario, ScenarioError> {
+        let duration = self.duration.0;
+        if duration.0 == 0 {
+            return err("duration", "must be positive");
+        }
+        let warmup = self.warmup.map(|w| w.0).unwrap_or(SimDuration::ZERO);
+        if warmup >= duration {
+            return err("warmup", "must be shorter than duration");
+        }
+        let mut nodes: Vec<NodeInfo> = Vec::new();
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, n) in self.node.iter().enumerate() {
+            if n.name.is_empty() {
+                return err(format!("node[{i}].name"), "must not be empty");
+            }
+            if index.contains_key(&n.name) {
+                return err(
+                    format!("node[{i}].name"),
+                    format!("duplicate node name {:?}", n.name),
+                );
+            }
+            index.insert(n.name.clone(), nodes.len());
+            nodes.push(NodeInfo {
+                name: n.name.clone(),
+                kind: n.kind,
+            });
+        }
+        if self.link.is_empty() {
+            return err("link", "at least one link is required");
+        }
+        let mut links = Vec::new();
+        for (i, l) in self.link.iter().enumerate() {
+            if l.a == l.b {
+                return err(
+                    format!("link[{i}].b"),
+                    format!("a link needs two different nodes, both are {:?}", l.a),
+                );
+            }
+            let mut ends = [0usize; 2];
+            for (k, name) in [&l.a, &l.b].into_iter().enumerate() {
+                if name.is_empty() {
+                    return err(
+                        format!("link[{i}].{}", if k == 0 { "a" } else { "b" }),
+                        "must not be empty",
+                    );
+                }
+                ends[k] = *index.entry(name.clone()).or_insert_with(|| {
+                    nodes.push(NodeInfo {
+                        name: name.clone(),
+                        kind: NodeKind::Host,
+                    });
+                    nodes.len() - 1
+                });
+            }
+            let p = format!("link[{i}]");
+            let fwd = DirInfo {
+                rate: l.rate.0,
+                delay: l.delay.0,
+                limit: resolve_limit(&format!("{p}.queue"), &l.queue)?,
+                loss: resolve_loss(&format!("{p}.loss"), &l.loss)?,
+            };
+            let rev = DirInfo {
+                rate: l.rate_ba.unwrap_or(l.rate).0,
+                delay: l.delay_ba.unwrap_or(l.delay).0,
+                limit: if l.queue_ba.is_some() {
+                    resolve_limit(&format!("{p}.queue_ba"), &l.queue_ba)?
+                } else {
+                    fwd.limit
+                },
+                loss: resolve_loss(&format!("{p}.loss_ba"), &l.loss_ba)?,
+            };
+            links.push(LinkInfo {
+                a: ends[0],
+                b: ends[1],
+                dirs: [fwd, rev],
+            });
+        }
+        // Nodes with more than one link forward packets; they are routers unless declared.
+        let mut flows = Vec::new();
+        for (i, f) in self.flow.iter().enumerate() {
+            let p = format!("flow[{i}]");
+            let src = *index.get(&f.src).ok_or_else(|| ScenarioError {
+                path: format!("{p}.src"),
+                msg: format!("unknown node {:?}", f.src),
+            })?;
+            let dst = *index.get(&f.dst).ok_or_else(|| ScenarioError {
+                path: format!("{p}.dst"),
+                msg: format!("unknown node {:?}", f.dst),
+            })?;
+            if src == dst {
+                return err(format!("{p}.dst"), "must differ from src");
+            }
+            if f.mss.is_some() && f.mtu.is_some() {
+                return err(format!("{p}.mtu"), "give either mss or mtu, not both");
+            }
+            let mss = match (f.mss, f.mtu) {
+                (Some(m), _) => m,
+                (None, Some(mtu)) => {
+                    if mtu <= 40 {
+                        return err(
+                            format!("{p}.mtu"),
+                            format!("must exceed 40 B of TCP/IP headers, got {mtu}"),
+                        );
+                    }
+                    mtu - 40
+                }
+                (None, None) => 1460,
+            };
+            if mss == 0 || mss > 65_495 {
+                return err(
+                    format!("{p}.mss"),
+                    format!("must be in [1, 65495], got {mss}"),
+                );
+            }
+            let rwnd = f.rwnd.map(|b| b.0).unwrap_or(65_536);
+            if rwnd < mss as u64 {
+                return err(
+                    format!("{p}.rwnd"),
+                    format!("must be at least one MSS ({mss} B), got {rwnd} B"),
+                );
+            }
+            if rwnd > (1u64 << 30) {
+                return err(
+                    format!("{p}.rwnd"),
+                    "must be at most 1 GiB (RFC 7323 window scale limit)",
+                );
+            }
+            let m = mss as u64;
+            let iw_bytes = match &f.iw {
+                None => m,
+                Some(IwSpec::Segments(0)) => {
+                    return err(format!("{p}.iw"), "must be at least 1 segment")
+                }
+                Some(IwSpec::Segments(n)) => *n as u64 * m,
+                Some(IwSpec::Rule(IwRule::Rfc2414 | IwRule::Rfc3390)) => {
+                    (4 * m).min((2 * m).max(4380))
+                }
+                Some(IwSpec::Rule(IwRule::Rfc6928)) => (10 * m).min((2 * m).max(14_600)),
+            };
+            if f.sack {
+                return err(
+                    format!("{p}.sack"),
+                    "SACK is not implemented yet (planned); use sack = false",
+                );
+            }
+            let min_rto = f.min_rto.map(|d| d.0).unwrap_or(SimDuration::from_secs(1));
+            let initial_rto = f
+                .initial_rto
+                .map(|d| d.0)
+                .unwrap_or(SimDuration::from_secs(1));
+            let max_rto = f.max_rto.map(|d| d.0).unwrap_or(SimDuration::from_secs(60));
+            if min_rto.0 == 0 {
+                return err(format!("{p}.min_rto"), "must be positive");
+            }
+            if max_rto < min_rto || max_rto < initial_rto {
+                return err(
+                    format!("{p}.max_rto"),
+                    "must be at least min_rto and initial_rto",
+                );
+            }
+            let delack = f
+                .delayed_ack_timeout
+                .map(|d| d.0)
+                .unwrap_or(SimDuration::from_millis(200));
+            if delack.0 == 0 {
+                return err(format!("{p}.delayed_ack_timeout"), "must be positive");
+            }
+            let app_bytes = f.app.as_ref().and_then(|a| a.bytes).map(|b| b.0);
+            if app_bytes == Some(0) {
+                return err(
+                    format!("{p}.app.bytes"),
+                    "must be positive (omit it for an unlimited transfer)",
+                );
+            }
+            let start = SimTime(f.start.map(|d| d.0 .0).unwrap_or(0));
+            let count = f.count.unwrap_or(1);
+            if count == 0 {
+                return err(format!("{p}.count"), "must be at least 1");
+            }
+            for _ in 0..count {
+                flows.push(FlowInfo {
+                    id: flows.len(),
+                    spec_index: i,
+                    src,
+                    dst,
+                    tcp: f.tcp,
+                    mss,
+                    rwnd,
+                    iw_bytes,
+                    sack: f.sack,
+                    delayed_ack: f.delayed_ack.unwrap_or(true),
+                    delayed_ack_timeout: delack,
+                    min_rto,
+                    initial_rto,
+                    max_rto,
+                    app_bytes,
+                    start,
+                });
+            }
+        }
+        Ok(ValidScenario {
+            name: self.name.clone().unwrap_or_else(|| "scenario".into()),
+            seed: self.seed.unwrap_or(1),
+            duration: SimTime(duration.0),
+            warmup: SimTime(warmup.0),
+            nodes,
+            links,
+            flows,
+        })
+    }
+}
+
+/// The JSON Schema of the scenario file.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Scenario);
+    serde_json::to_string_pretty(&schema).expect("schema serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<ValidScenario, ScenarioError> {
+        parse_json(s)?.validate()
+    }
+
+    const BASE: &str = r#"{"duration":"10s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"10ms"}],
+        "flow":[{"src":"s","dst":"c"}]}"#;
+
+    #[test]
+    fn minimal_resolves() {
+        let v = parse(BASE).unwrap();
+        assert_eq!(v.nodes.len(), 2);
+        assert_eq!(v.flows[0].mss, 1460);
+        assert_eq!(v.links[0].dirs[1].rate, Rate(10_000_000));
+    }
+
+    #[test]
+    fn unknown_key_names_path() {
+        let e = parse(r#"{"duration":"10s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"1ms","colour":1}]}"#)
+            .unwrap_err();
+        assert!(e.path.starts_with("link[0]"), "{e}");
+        assert!(e.msg.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn bad_probability_and_rate() {
+        let e = parse(r#"{"duration":"10s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"1ms","loss":{"kind":"bernoulli","p":1.5}}]}"#).unwrap_err();
+        assert_eq!(e.path, "link[0].loss.p");
+        let e = parse(
+            r#"{"duration":"10s","link":[{"a":"s","b":"c","rate":"-10Mbps","delay":"1ms"}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "link[0].rate");
+    }
+
+    #[test]
+    fn unknown_node() {
+        let e = parse(r#"{"duration":"10s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"1ms"}],"flow":[{"src":"s","dst":"x"}]}"#).unwrap_err();
+        assert_eq!(e.path, "flow[0].dst");
+    }
+
+    #[test]
+    fn iw_rules() {
+        let v = parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":"rfc3390""#)).unwrap();
+        assert_eq!(v.flows[0].iw_bytes, 4380);
+        let v =
+            parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":"rfc6928","mss":1000"#)).unwrap();
+        assert_eq!(v.flows[0].iw_bytes, 10_000);
+        let v = parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":3,"count":4"#)).unwrap();
+        assert_eq!(v.flows.len(), 4);
+        assert_eq!(v.flows[3].iw_bytes, 3 * 1460);
+    }
+
+    #[test]
+    fn schema_mentions_keys() {
+        let s = json_schema();
+        assert!(s.contains("delayed_ack") && s.contains("bernoulli"));
+    }
+}

@@ -1,0 +1,30 @@
+//! TCP: sender (with congestion control and loss recovery plug-ins), receiver, RTT
+//! estimation. Both endpoints are sans-IO: they take `now` and a segment, push the
+//! segments they emit into a Vec, and report their next timer deadline.
+
+pub mod cc;
+pub mod receiver;
+pub mod recovery;
+pub mod rtt;
+pub mod sender;
+
+/// Opt-in per-flow time series, kept as columns.
+#[derive(Debug, Clone, Default)]
+pub struct FlowTrace {
+    /// Sender state after each ACK it processed and after each timeout.
+    pub t_ns: Vec<u64>,
+    pub cwnd: Vec<u64>,
+    pub ssthresh: Vec<u64>,
+    /// Cumulative ACK (snd_una), relative sequence number.
+    pub snd_una: Vec<u64>,
+    /// Highest sequence number sent + 1 (snd_max).
+    pub snd_max: Vec<u64>,
+    /// RTT samples.
+    pub rtt_t_ns: Vec<u64>,
+    pub rtt_ns: Vec<u64>,
+    /// Data segments sent: time, first sequence number, payload length, retransmission.
+    pub seg_t_ns: Vec<u64>,
+    pub seg_seq: Vec<u64>,
+    pub seg_len: Vec<u32>,
+    pub seg_retx: Vec<bool>,
+}

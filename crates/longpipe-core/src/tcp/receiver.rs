@@ -1,0 +1,295 @@
+//! The data receiver of a flow (the passive opener).
+//!
+//! Finite buffer, advertised window with window scaling (RFC 7323), delayed ACK
+//! (RFC 1122 §4.2.3.2, RFC 5681 §4.2: every second segment, timer, immediate ACK on
+//! out-of-order data and on a segment that fills a gap), in-order delivery to the
+//! application, which reads at once (so the advertised window stays the buffer size;
+//! out-of-order data waits in a reassembly queue as in 4.4BSD).
+
+use crate::net::packet::{Segment, ACK, FIN, SYN};
+use crate::time::{SimDuration, SimTime};
+
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    pub mss: u32,
+    pub buffer: u64,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: SimDuration,
+    pub sack: bool,
+    pub app_bytes: Option<u64>,
+    pub warmup: SimTime,
+}
+
+/// RFC 7323 §2.3: smallest shift so that the buffer fits 16 bits, at most 14.
+pub fn window_shift(buffer: u64) -> u8 {
+    let mut s = 0u8;
+    while (buffer >> s) > 65_535 && s < 14 {
+        s += 1;
+    }
+    s
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Listen,
+    SynReceived,
+    Established,
+}
+
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    state: State,
+    pub wscale: u8,
+    adv_wnd: u64,
+    pub rcv_nxt: u64,
+    /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
+    ooo: Vec<(u64, u64)>,
+    fin_seq: Option<u64>,
+    our_seq: u64,
+    unacked_segs: u32,
+    delack_deadline: Option<SimTime>,
+    /// Data bytes delivered in order to the application (all / since warmup).
+    pub delivered: u64,
+    pub delivered_measured: u64,
+    pub completed_at: Option<SimTime>,
+}
+
+impl Receiver {
+    pub fn new(cfg: ReceiverConfig) -> Self {
+        let wscale = window_shift(cfg.buffer);
+        let adv_wnd = (cfg.buffer >> wscale) << wscale;
+        Receiver {
+            cfg,
+            state: State::Listen,
+            wscale,
+            adv_wnd,
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            fin_seq: None,
+            our_seq: 1,
+            unacked_segs: 0,
+            delack_deadline: None,
+            delivered: 0,
+            delivered_measured: 0,
+            completed_at: None,
+        }
+    }
+
+    pub fn next_timer(&self) -> Option<SimTime> {
+        self.delack_deadline
+    }
+
+    fn ack(&mut self, out: &mut Vec<Segment>, extra_flags: u8) {
+        self.unacked_segs = 0;
+        self.delack_deadline = None;
+        out.push(Segment {
+            from_sender: false,
+            flags: ACK | extra_flags,
+            seq: self.our_seq,
+            ack: self.rcv_nxt,
+            wnd: self.adv_wnd,
+            len: 0,
+            syn_opts: None,
+            sack: None,
+        });
+        if extra_flags & FIN != 0 {
+            self.our_seq += 1;
+        }
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Segment>) {
+        if let Some(d) = self.delack_deadline {
+            if d <= now {
+                self.ack(out, 0);
+            }
+        }
+    }
+
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment, out: &mut Vec<Segment>) {
+        if seg.flags & SYN != 0 {
+            // First SYN or a retransmitted one: (re)send the SYN-ACK. The window in a
+            // SYN segment is never scaled (RFC 7323 §2.2).
+            if self.state == State::Listen {
+                self.state = State::SynReceived;
+                self.rcv_nxt = 1;
+            }
+            out.push(Segment {
+                from_sender: false,
+                flags: SYN | ACK,
+                seq: 0,
+                ack: 1,
+                wnd: self.cfg.buffer.min(65_535),
+                len: 0,
+                syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.cfg.sack)),
+                sack: None,
+            });
+            return;
+        }
+        if self.state == State::Listen {
+            return;
+        }
+        if seg.flags & ACK != 0 && self.state == State::SynReceived {
+            self.state = State::Established;
+        }
+        if seg.seq_len() == 0 {
+            return;
+        }
+        let start = seg.seq;
+        let data_end = seg.seq + seg.len as u64;
+        if seg.flags & FIN != 0 {
+            self.fin_seq = Some(data_end);
+        }
+        let end = seg.end();
+        if end <= self.rcv_nxt {
+            // Entirely old (a retransmission of data we hold): ACK at once.
+            self.ack(out, 0);
+            return;
+        }
+        if start >= self.rcv_nxt + self.adv_wnd {
+            self.ack(out, 0); // beyond the window: drop, re-advertise
+            return;
+        }
+        if start > self.rcv_nxt {
+            self.insert_ooo(start, data_end);
+            self.ack(out, 0); // RFC 5681 §4.2: immediate duplicate ACK
+            return;
+        }
+        let filled_gap = !self.ooo.is_empty();
+        let before = self.rcv_nxt;
+        self.rcv_nxt = data_end;
+        while let Some(&(s, e)) = self.ooo.first() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(e);
+            self.ooo.remove(0);
+        }
+        self.deliver(now, self.rcv_nxt - before);
+        if self.fin_seq == Some(self.rcv_nxt) {
+            self.rcv_nxt += 1;
+            // Passive close at once: ACK the FIN and send ours.
+            self.ack(out, FIN);
+            return;
+        }
+        self.unacked_segs += 1;
+        if filled_gap || !self.cfg.delayed_ack || self.unacked_segs >= 2 {
+            self.ack(out, 0);
+        } else if self.delack_deadline.is_none() {
+            self.delack_deadline = Some(now + self.cfg.delayed_ack_timeout);
+        }
+    }
+
+    fn deliver(&mut self, now: SimTime, bytes: u64) {
+        self.delivered += bytes;
+        if now >= self.cfg.warmup {
+            self.delivered_measured += bytes;
+        }
+        if self.completed_at.is_none() && self.cfg.app_bytes == Some(self.delivered) {
+            self.completed_at = Some(now);
+        }
+    }
+
+    fn insert_ooo(&mut self, s: u64, e: u64) {
+        let i = self.ooo.partition_point(|r| r.1 < s);
+        let mut ns = s;
+        let mut ne = e;
+        let mut j = i;
+        while j < self.ooo.len() && self.ooo[j].0 <= ne {
+            ns = ns.min(self.ooo[j].0);
+            ne = ne.max(self.ooo[j].1);
+            j += 1;
+        }
+        self.ooo.splice(i..j, [(ns, ne)]);
+    }
+
+    /// Out-of-order ranges held (for SACK and tests).
+    pub fn ooo_ranges(&self) -> &[(u64, u64)] {
+        &self.ooo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx(delayed: bool) -> Receiver {
+        let mut r = Receiver::new(ReceiverConfig {
+            mss: 1000,
+            buffer: 200_000,
+            delayed_ack: delayed,
+            delayed_ack_timeout: SimDuration::from_millis(200),
+            sack: false,
+            app_bytes: None,
+            warmup: SimTime::ZERO,
+        });
+        let mut out = vec![];
+        r.on_segment(
+            SimTime(0),
+            &Segment {
+                from_sender: true,
+                flags: SYN,
+                ..Default::default()
+            },
+            &mut out,
+        );
+        assert_eq!(out[0].flags, SYN | ACK);
+        r
+    }
+
+    fn data(seq: u64) -> Segment {
+        Segment {
+            from_sender: true,
+            flags: ACK,
+            seq,
+            ack: 1,
+            wnd: 65535,
+            len: 1000,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn window_scale() {
+        assert_eq!(window_shift(65_535), 0);
+        assert_eq!(window_shift(65_536), 1);
+        assert_eq!(window_shift(1 << 30), 14);
+        assert_eq!(rx(true).adv_wnd, (200_000 >> 2) << 2);
+    }
+
+    #[test]
+    fn delayed_ack_every_second_segment_and_timer() {
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_segment(SimTime(1), &data(1), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(
+            r.next_timer(),
+            Some(SimTime(1) + SimDuration::from_millis(200))
+        );
+        r.on_segment(SimTime(2), &data(1001), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 2001);
+        out.clear();
+        r.on_segment(SimTime(3), &data(2001), &mut out);
+        r.on_timer(SimTime(3) + SimDuration::from_millis(200), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 3001);
+    }
+
+    #[test]
+    fn out_of_order_and_gap_fill_ack_immediately() {
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_segment(SimTime(1), &data(1001), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 1); // duplicate ACK
+        r.on_segment(SimTime(2), &data(3001), &mut out);
+        assert_eq!(r.ooo_ranges(), &[(1001, 2001), (3001, 4001)]);
+        r.on_segment(SimTime(3), &data(1), &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[2].ack, 2001); // partial gap fill, immediate
+        r.on_segment(SimTime(4), &data(2001), &mut out);
+        assert_eq!(out[3].ack, 4001);
+        assert_eq!(r.delivered, 4000);
+    }
+}

@@ -1,0 +1,107 @@
+//! Retransmission timer per RFC 6298.
+
+use crate::time::SimDuration;
+
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    pub srtt: Option<SimDuration>,
+    pub rttvar: SimDuration,
+    /// Smallest SRTT seen (Hybla's Linux rule uses it) and smallest sample.
+    pub min_srtt: Option<SimDuration>,
+    pub min_sample: Option<SimDuration>,
+    rto: SimDuration,
+    min_rto: SimDuration,
+    max_rto: SimDuration,
+    /// Number of consecutive doublings in force (Karn: kept until a valid sample).
+    pub backoff: u32,
+}
+
+impl RttEstimator {
+    /// RFC 6298 (2.1): RTO = initial value until the first sample.
+    pub fn new(initial: SimDuration, min_rto: SimDuration, max_rto: SimDuration) -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: SimDuration::ZERO,
+            min_srtt: None,
+            min_sample: None,
+            rto: initial,
+            min_rto,
+            max_rto,
+            backoff: 0,
+        }
+    }
+
+    /// Adds a measurement from a segment that was not retransmitted (Karn).
+    pub fn sample(&mut self, r: SimDuration) {
+        match self.srtt {
+            None => {
+                // RFC 6298 (2.2)
+                self.srtt = Some(r);
+                self.rttvar = SimDuration(r.0 / 2);
+            }
+            Some(s) => {
+                // RFC 6298 (2.3): beta = 1/4, alpha = 1/8
+                let diff = s.0.abs_diff(r.0);
+                self.rttvar = SimDuration((3 * self.rttvar.0 + diff) / 4);
+                self.srtt = Some(SimDuration((7 * s.0 + r.0) / 8));
+            }
+        }
+        let srtt = self.srtt.unwrap();
+        self.min_srtt = Some(self.min_srtt.map_or(srtt, |m| m.min(srtt)));
+        self.min_sample = Some(self.min_sample.map_or(r, |m| m.min(r)));
+        // RFC 6298 (2.3)-(2.5); clock granularity G taken as 1 ns.
+        let rto = srtt.0 + (4 * self.rttvar.0).max(1);
+        self.rto = SimDuration(rto.clamp(self.min_rto.0, self.max_rto.0));
+        self.backoff = 0;
+    }
+
+    /// RFC 6298 (5.5): back off the timer.
+    pub fn back_off(&mut self) {
+        self.backoff += 1;
+    }
+
+    /// The current RTO including backoff, capped at the maximum.
+    pub fn rto(&self) -> SimDuration {
+        let mult = 1u64.checked_shl(self.backoff.min(40)).unwrap_or(u64::MAX);
+        SimDuration(self.rto.0.saturating_mul(mult).min(self.max_rto.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn rfc6298_sequence() {
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(1),
+            SimDuration::from_millis(200),
+            SimDuration::from_secs(60),
+        );
+        assert_eq!(e.rto(), SimDuration::from_secs(1));
+        e.sample(SimDuration::from_millis(100));
+        // SRTT 100, RTTVAR 50 -> RTO 300 ms
+        assert_eq!(e.rto(), SimDuration::from_millis(300));
+        e.sample(SimDuration::from_millis(200));
+        // RTTVAR = 3/4*50 + 1/4*100 = 62.5; SRTT = 112.5; RTO = 362.5 ms
+        assert_eq!(e.rto(), SimDuration(362_500_000));
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), SimDuration(1_450_000_000));
+        e.sample(SimDuration::from_millis(112));
+        assert_eq!(e.backoff, 0);
+    }
+    #[test]
+    fn floor_and_cap() {
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(60),
+        );
+        e.sample(SimDuration::from_millis(10));
+        assert_eq!(e.rto(), SimDuration::from_secs(1));
+        for _ in 0..10 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), SimDuration::from_secs(60));
+    }
+}

@@ -1,0 +1,48 @@
+#![allow(dead_code)]
+//! Shared helpers for the integration tests: scenarios written as TOML, as users write them.
+
+use longpipe_core::{run_json, RunOptions, RunOutput, TraceSel};
+
+pub fn to_json(toml_text: &str) -> String {
+    let v: toml::Value = toml::from_str(toml_text).expect("test scenario is valid TOML");
+    serde_json::to_string(&v).unwrap()
+}
+
+pub fn run(toml_text: &str) -> RunOutput {
+    run_json(&to_json(toml_text), &RunOptions::default()).expect("scenario runs")
+}
+
+pub fn run_traced(toml_text: &str) -> RunOutput {
+    let opts = RunOptions {
+        trace: TraceSel::All,
+        ..Default::default()
+    };
+    run_json(&to_json(toml_text), &opts).expect("scenario runs")
+}
+
+/// A two-node path: server -> client, one link.
+pub fn path(
+    rate: &str,
+    delay: &str,
+    queue: &str,
+    extra_link: &str,
+    flow: &str,
+    duration: &str,
+) -> String {
+    format!(
+        r#"
+duration = "{duration}"
+[[link]]
+a = "server"
+b = "client"
+rate = "{rate}"
+delay = "{delay}"
+queue = {{ limit = "{queue}" }}
+{extra_link}
+[[flow]]
+src = "server"
+dst = "client"
+{flow}
+"#
+    )
+}

@@ -1,0 +1,57 @@
+"""Plain-text tables of results, for the terminal."""
+
+from __future__ import annotations
+
+
+def _fmt(v, spec=""):
+    if v is None:
+        return "-"
+    return format(v, spec)
+
+
+def table(headers: list[str], rows: list[list], align: str | None = None) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or ("l" + "r" * (len(headers) - 1))
+    lines = []
+    for k, r in enumerate(cells):
+        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append("  ".join(parts).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_result(data: dict) -> str:
+    out = [f"scenario {data['scenario']}  seed {data['seed']}  duration {data['duration_s']:g} s"
+           + (f"  (statistics after {data['warmup_s']:g} s)" if data.get("warmup_s") else "")]
+    rows = []
+    for f in data["flows"]:
+        rows.append([
+            f["id"], f"{f['src']}->{f['dst']}", f["tcp"], f"{f['goodput_bps'] / 1e6:.4f}", f["bytes_delivered"],
+            f["segments_sent"], f["retransmitted_segments"], f["timeouts"], f["fast_recoveries"],
+            _fmt(f["completion_time_s"], ".3f"), _fmt(None if f["mean_rtt_s"] is None else f["mean_rtt_s"] * 1e3, ".1f"),
+        ])
+    if len(rows) > 20:
+        rows = rows[:10] + [["..."] + [""] * 10] + rows[-5:]
+    out.append("")
+    out.append(table(["flow", "path", "tcp", "goodput Mbit/s", "bytes", "segs", "retx", "RTO", "FR", "done s", "RTT ms"],
+                     rows, "lllrrrrrrrr"))
+    lrows = []
+    for l in data["links"]:
+        if l["packets"] == 0 and l["drops_queue"] == 0:
+            continue
+        lrows.append([f"{l['a']}->{l['b']}", f"{l['utilization'] * 100:.1f}%", l["packets"], l["drops_queue"],
+                      l["drops_loss"], l["max_queue_packets"]])
+    if len(lrows) > 20:
+        lrows = lrows[:10] + [["..."] + [""] * 5] + lrows[-5:]
+    out.append("")
+    out.append(table(["link", "util", "packets", "queue drops", "loss drops", "max queue"], lrows))
+    agg = sum(f["goodput_bps"] for f in data["flows"])
+    j = data["fairness_jain"]
+    sim = data["sim"]
+    eps = sim["events"] / sim["wall_s"] if sim["wall_s"] > 0 else float("nan")
+    out.append("")
+    out.append(f"aggregate goodput {agg / 1e6:.3f} Mbit/s   Jain fairness {_fmt(j, '.4f')}   "
+               f"events {sim['events']}   wall {sim['wall_s']:.3f} s   ({eps / 1e6:.2f} M events/s)")
+    return "\n".join(out)

@@ -1,0 +1,44 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def cli(*args, cwd=None, check=False):
+    """Runs `python -m longpipe ARGS`; returns CompletedProcess (text)."""
+    env = dict(os.environ)
+    p = subprocess.run([sys.executable, "-m", "longpipe", *map(str, args)], capture_output=True, text=True,
+                       cwd=cwd, env=env, stdin=subprocess.DEVNULL, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+@pytest.fixture
+def run_cli():
+    return cli
+
+
+@pytest.fixture
+def tshark():
+    path = shutil.which("tshark")
+    if path is None:
+        pytest.skip("tshark not installed (make test installs it as root)")
+    return path
+
+
+def path_scenario(**kw):
+    """A two-node server->client scenario as a dict; keyword args override flow keys."""
+    link = {"a": "server", "b": "client", "rate": kw.pop("rate", "10Mbps"), "delay": kw.pop("delay", "50ms"),
+            "queue": {"limit": kw.pop("queue", "100pkt")}}
+    if "loss" in kw:
+        link["loss"] = kw.pop("loss")
+    sc = {"name": "path", "duration": kw.pop("duration", "20s"), "link": [link],
+          "flow": [{"src": "server", "dst": "client", **kw}]}
+    return sc
