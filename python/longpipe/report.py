@@ -47,7 +47,8 @@ def format_result(data: dict) -> str:
         lrows = lrows[:10] + [["..."] + [""] * 5] + lrows[-5:]
     out.append("")
     out.append(table(["link", "util", "packets", "queue drops", "loss drops", "max queue"], lrows))
-    agg = sum(f["goodput_bps"] for f in data["flows"])
+    span = data["duration_s"] - data.get("warmup_s", 0.0)
+    agg = sum(f["bytes_delivered"] for f in data["flows"]) * 8.0 / span if span > 0 else 0.0
     j = data["fairness_jain"]
     sim = data["sim"]
     eps = sim["events"] / sim["wall_s"] if sim["wall_s"] > 0 else float("nan")
