@@ -354,7 +354,7 @@ impl<'a> Sim<'a> {
         };
         if let Some(d) = deadline {
             let slot = &mut fr.timer_at[rx as usize];
-            if slot.map_or(true, |s| d < s) {
+            if slot.is_none_or(|s| d < s) {
                 *slot = Some(d);
                 self.q.schedule(d, Ev::Timer { flow, rx });
             }

@@ -54,7 +54,7 @@ impl TcpOptions {
                 out.extend_from_slice(&r.to_be_bytes());
             }
         }
-        while (out.len() - start) % 4 != 0 {
+        while !(out.len() - start).is_multiple_of(4) {
             out.push(0);
         }
         out.len() - start

@@ -1,0 +1,18 @@
+"""Type stubs of the Rust extension (crates/longpipe-py)."""
+
+import numpy as np
+
+__version__: str
+
+class ScenarioError(ValueError):
+    """args = (field_path, message)"""
+
+def run(
+    scenario_json: str,
+    seed: int | None = None,
+    trace_all: bool = False,
+    trace_flows: list[int] | None = None,
+    pcap: list[str] | None = None,
+) -> tuple[str, dict[int, dict[str, np.ndarray]], list[tuple[str, bytes]]]: ...
+def validate(scenario_json: str) -> None: ...
+def schema() -> str: ...
