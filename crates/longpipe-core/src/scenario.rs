@@ -143,6 +143,9 @@ pub enum TcpKind {
     /// RFC 6582 NewReno: fast recovery with partial ACKs.
     #[default]
     Newreno,
+    /// TCP Hybla (Caini & Firrincieli 2004) window growth with NewReno loss recovery;
+    /// options in `hybla`.
+    Hybla,
 }
 
 impl TcpKind {
@@ -151,6 +154,7 @@ impl TcpKind {
             TcpKind::Tahoe => "tahoe",
             TcpKind::Reno => "reno",
             TcpKind::Newreno => "newreno",
+            TcpKind::Hybla => "hybla",
         }
     }
 }
@@ -172,6 +176,58 @@ pub enum IwRule {
     Rfc3390,
     /// min(10*MSS, max(2*MSS, 14600 B))
     Rfc6928,
+}
+
+/// Options of `tcp = "hybla"`.
+#[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct HyblaSpec {
+    /// Reference RTT (default 25ms, as Linux).
+    #[serde(default)]
+    pub rtt0: Option<Duration>,
+    /// "fixed" (Linux fixed-point, default) or "float" (the paper's real-valued form).
+    #[serde(default)]
+    pub arithmetic: Option<HyblaArithSpec>,
+    /// RTT for rho: "min-srtt" (Linux, default) or "min-rtt" (smallest sample).
+    #[serde(default)]
+    pub rho_from: Option<RhoFromSpec>,
+    /// Initial window: "rho" (Linux: floor(rho) segments, default), "iw" (the flow's iw),
+    /// "iw-times-rho" (ns-3).
+    #[serde(default)]
+    pub initial_window: Option<HyblaIwSpec>,
+    /// ssthresh after a loss: "flight" (max(FlightSize/2, 2 MSS), as NewReno and ns-2;
+    /// default) or "cwnd" (Linux: max(cwnd/2, 2)).
+    #[serde(default)]
+    pub ssthresh: Option<HyblaSsthreshSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HyblaSsthreshSpec {
+    Flight,
+    Cwnd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HyblaArithSpec {
+    Fixed,
+    Float,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RhoFromSpec {
+    MinSrtt,
+    MinRtt,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HyblaIwSpec {
+    Rho,
+    Iw,
+    IwTimesRho,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
@@ -212,6 +268,12 @@ pub struct FlowSpec {
     /// Initial window in segments or "rfc2414" | "rfc3390" | "rfc6928". Default 1.
     #[serde(default)]
     pub iw: Option<IwSpec>,
+    /// Initial slow-start threshold in segments (default: arbitrarily high, RFC 5681).
+    #[serde(default)]
+    pub ssthresh: Option<u32>,
+    /// Options of `tcp = "hybla"`.
+    #[serde(default)]
+    pub hybla: Option<HyblaSpec>,
     /// SACK (RFC 2018/6675). Not yet implemented: must be false.
     #[serde(default)]
     pub sack: bool,
@@ -303,6 +365,9 @@ pub struct FlowInfo {
     pub max_rto: SimDuration,
     pub app_bytes: Option<u64>,
     pub start: SimTime,
+    /// Initial ssthresh in bytes (None = arbitrarily high).
+    pub ssthresh: Option<u64>,
+    pub hybla: crate::tcp::cc::hybla::HyblaConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -391,6 +456,44 @@ fn resolve_limit(path: &str, q: &Option<QueueSpec>) -> Result<Limit, ScenarioErr
         ),
         l => Ok(l),
     }
+}
+
+fn resolve_hybla(path: &str, h: Option<&HyblaSpec>) -> Result<crate::tcp::cc::hybla::HyblaConfig, ScenarioError> {
+    use crate::tcp::cc::hybla::{HyblaArith, HyblaConfig, HyblaInitialWindow, LossSsthresh, RhoSource};
+    let mut c = HyblaConfig::default();
+    let Some(h) = h else { return Ok(c) };
+    if let Some(r) = h.rtt0 {
+        if r.0 .0 == 0 {
+            return err(format!("{path}.rtt0"), "must be positive");
+        }
+        c.rtt0 = r.0;
+    }
+    if let Some(a) = h.arithmetic {
+        c.arith = match a {
+            HyblaArithSpec::Fixed => HyblaArith::Fixed,
+            HyblaArithSpec::Float => HyblaArith::Float,
+        };
+    }
+    if let Some(r) = h.rho_from {
+        c.rho_source = match r {
+            RhoFromSpec::MinSrtt => RhoSource::MinSrtt,
+            RhoFromSpec::MinRtt => RhoSource::MinSample,
+        };
+    }
+    if let Some(i) = h.initial_window {
+        c.initial_window = match i {
+            HyblaIwSpec::Rho => HyblaInitialWindow::Rho,
+            HyblaIwSpec::Iw => HyblaInitialWindow::Iw,
+            HyblaIwSpec::IwTimesRho => HyblaInitialWindow::IwTimesRho,
+        };
+    }
+    if let Some(l) = h.ssthresh {
+        c.loss_ssthresh = match l {
+            HyblaSsthreshSpec::Flight => LossSsthresh::Flight,
+            HyblaSsthreshSpec::Cwnd => LossSsthresh::Cwnd,
+        };
+    }
+    Ok(c)
 }
 
 impl Scenario {
@@ -569,6 +672,13 @@ impl Scenario {
                 );
             }
             let start = SimTime(f.start.map(|d| d.0 .0).unwrap_or(0));
+            if f.ssthresh == Some(0) {
+                return err(format!("{p}.ssthresh"), "must be at least 1 segment");
+            }
+            if f.hybla.is_some() && f.tcp != TcpKind::Hybla {
+                return err(format!("{p}.hybla"), "only applies to tcp = \"hybla\"");
+            }
+            let hybla = resolve_hybla(&format!("{p}.hybla"), f.hybla.as_ref())?;
             let count = f.count.unwrap_or(1);
             if count == 0 {
                 return err(format!("{p}.count"), "must be at least 1");
@@ -591,6 +701,8 @@ impl Scenario {
                     max_rto,
                     app_bytes,
                     start,
+                    ssthresh: f.ssthresh.map(|s| s as u64 * mss as u64),
+                    hybla,
                 });
             }
         }

@@ -9,6 +9,7 @@ use crate::net::routing::Routes;
 use crate::results::{FlowResult, LinkResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
 use crate::scenario::{ScenarioError, TcpKind, ValidScenario};
+use crate::tcp::cc::hybla::Hybla;
 use crate::tcp::cc::reno::Reno;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
@@ -172,6 +173,7 @@ impl<'a> Sim<'a> {
                 TcpKind::Tahoe => (Box::new(Reno), RecoveryKind::Tahoe),
                 TcpKind::Reno => (Box::new(Reno), RecoveryKind::Reno),
                 TcpKind::Newreno => (Box::new(Reno), RecoveryKind::NewReno),
+                TcpKind::Hybla => (Box::new(Hybla::new(f.hybla)), RecoveryKind::NewReno),
             };
             let trace = match &opts.trace {
                 TraceSel::None => false,
@@ -189,6 +191,7 @@ impl<'a> Sim<'a> {
                     recovery,
                     sack_permitted: f.sack,
                     warmup: sc.warmup,
+                    initial_ssthresh: f.ssthresh,
                 },
                 cc,
                 trace,

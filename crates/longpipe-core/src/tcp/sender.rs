@@ -26,6 +26,8 @@ pub struct SenderConfig {
     pub sack_permitted: bool,
     /// Counters ignore events before this time.
     pub warmup: SimTime,
+    /// Initial ssthresh in bytes; None = arbitrarily high (RFC 5681 §3.1).
+    pub initial_ssthresh: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +77,9 @@ pub struct Sender {
     peer_rcv_nxt: u64,
     dupacks: u32,
     in_recovery: bool,
+    /// After an RTO, until everything sent before it is acknowledged (Linux
+    /// TCP_CA_Loss).
+    in_loss: bool,
     /// RFC 6582 `recover`, stored as an exclusive end (highest sequence sent + 1).
     recover_end: u64,
     first_partial: bool,
@@ -98,11 +103,12 @@ impl Sender {
                 mss,
                 cwnd: cfg.iw_bytes,
                 // RFC 5681 §3.1: initial ssthresh arbitrarily high.
-                ssthresh: u64::MAX / 4,
+                ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX / 4),
                 flight: 0,
                 srtt: None,
                 min_srtt: None,
                 min_rtt_sample: None,
+                cwnd_limited: true,
             },
             cfg,
             cc,
@@ -114,6 +120,7 @@ impl Sender {
             peer_rcv_nxt: 0,
             dupacks: 0,
             in_recovery: false,
+            in_loss: false,
             recover_end: 0,
             first_partial: false,
             rtt,
@@ -263,6 +270,7 @@ impl Sender {
         if self.state != SenderState::Established {
             return;
         }
+        self.st.cwnd_limited = self.st.cwnd <= self.peer_wnd;
         loop {
             let win = self.st.cwnd.min(self.peer_wnd);
             let seq = self.snd_nxt;
@@ -408,6 +416,10 @@ impl Sender {
                     }
                 }
             } else {
+                if self.in_loss && ack >= self.recover_end {
+                    self.in_loss = false;
+                    self.cc.set_state(&mut self.st, CaState::Open);
+                }
                 self.cc.cong_avoid(&mut self.st, acked);
             }
             // RFC 6298 (5.2), (5.3)
@@ -441,6 +453,7 @@ impl Sender {
 
     fn exit_recovery(&mut self) {
         self.in_recovery = false;
+        self.in_loss = false;
         self.cc.set_state(&mut self.st, CaState::Open);
     }
 
@@ -504,6 +517,7 @@ impl Sender {
                 self.recover_end = self.snd_max; // RFC 6582 §4
                 self.snd_nxt = self.snd_una; // go back N
                 self.rtt.back_off();
+                self.in_loss = true;
                 self.cc.set_state(&mut self.st, CaState::Loss);
                 self.try_send(out);
                 self.rto_deadline = Some(now + self.rtt.rto());

@@ -7,6 +7,7 @@
 //!
 //! Windows are in bytes.
 
+pub mod hybla;
 pub mod reno;
 
 use crate::time::{SimDuration, SimTime};
@@ -23,6 +24,9 @@ pub struct CcState {
     pub srtt: Option<SimDuration>,
     pub min_srtt: Option<SimDuration>,
     pub min_rtt_sample: Option<SimDuration>,
+    /// False when the receiver's window, not cwnd, limited the last transmission
+    /// (Linux `tcp_is_cwnd_limited`); controls that follow Linux skip growth then.
+    pub cwnd_limited: bool,
 }
 
 /// Linux `tcp_ca_state`.

@@ -35,6 +35,7 @@ mod tests {
             srtt: None,
             min_srtt: None,
             min_rtt_sample: None,
+            cwnd_limited: true,
         }
     }
     #[test]
