@@ -103,6 +103,21 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_reproduce(args) -> int:
+    import importlib
+
+    from .experiments import REGISTRY
+
+    names = list(REGISTRY) if args.name == "all" else [args.name]
+    for n in names:
+        mod = importlib.import_module(REGISTRY[n])
+        out = Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
+        rc = mod.main(quick=args.quick, out=out, jobs=args.jobs)
+        if rc:
+            return rc
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="longpipe", description="TCP over long, thin and lossy links.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -131,6 +146,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--plot", help="write a PNG of goodput and cwnd over time")
     c.add_argument("--bin", type=float, help="goodput bin width in seconds (default duration/100)")
     c.set_defaults(func=cmd_compare)
+
+    from .experiments import REGISTRY
+
+    rp = sub.add_parser("reproduce", help="re-run a paper's experiment and print ours beside the paper's")
+    rp.add_argument("name", choices=[*REGISTRY, "all"])
+    rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
+    rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
+    rp.add_argument("--jobs", type=int, help="parallel simulations (default: all cores)")
+    rp.set_defaults(func=cmd_reproduce)
 
     try:
         from .models import cli as models_cli

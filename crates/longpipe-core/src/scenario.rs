@@ -178,6 +178,14 @@ pub enum IwRule {
     Rfc6928,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartialAckTimer {
+    #[default]
+    First,
+    Every,
+}
+
 /// Options of `tcp = "hybla"`.
 #[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -274,6 +282,10 @@ pub struct FlowSpec {
     /// Options of `tcp = "hybla"`.
     #[serde(default)]
     pub hybla: Option<HyblaSpec>,
+    /// NewReno RTO timer on partial ACKs (RFC 6582 §4): "first" (Impatient, default:
+    /// reset on the first partial ACK only) or "every" (Slow-but-Steady, ns-2's default).
+    #[serde(default)]
+    pub partial_ack_timer: Option<PartialAckTimer>,
     /// SACK (RFC 2018/6675). Not yet implemented: must be false.
     #[serde(default)]
     pub sack: bool,
@@ -368,6 +380,7 @@ pub struct FlowInfo {
     /// Initial ssthresh in bytes (None = arbitrarily high).
     pub ssthresh: Option<u64>,
     pub hybla: crate::tcp::cc::hybla::HyblaConfig,
+    pub partial_ack_timer: PartialAckTimer,
 }
 
 #[derive(Debug, Clone)]
@@ -703,6 +716,7 @@ impl Scenario {
                     start,
                     ssthresh: f.ssthresh.map(|s| s as u64 * mss as u64),
                     hybla,
+                    partial_ack_timer: f.partial_ack_timer.unwrap_or_default(),
                 });
             }
         }

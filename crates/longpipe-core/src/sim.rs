@@ -8,7 +8,7 @@ use crate::net::packet::{Packet, Segment, ACK, SYN, TCPIP_HEADER};
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, LinkResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
-use crate::scenario::{ScenarioError, TcpKind, ValidScenario};
+use crate::scenario::{PartialAckTimer, ScenarioError, TcpKind, ValidScenario};
 use crate::tcp::cc::hybla::Hybla;
 use crate::tcp::cc::reno::Reno;
 use crate::tcp::cc::CongestionControl;
@@ -192,6 +192,7 @@ impl<'a> Sim<'a> {
                     sack_permitted: f.sack,
                     warmup: sc.warmup,
                     initial_ssthresh: f.ssthresh,
+                    partial_ack_timer_every: f.partial_ack_timer == PartialAckTimer::Every,
                 },
                 cc,
                 trace,

@@ -28,6 +28,9 @@ pub struct SenderConfig {
     pub warmup: SimTime,
     /// Initial ssthresh in bytes; None = arbitrarily high (RFC 5681 §3.1).
     pub initial_ssthresh: Option<u64>,
+    /// NewReno: restart the RTO on every partial ACK (Slow-but-Steady) instead of the
+    /// first only (Impatient), RFC 6582 §4.
+    pub partial_ack_timer_every: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -410,7 +413,7 @@ impl Sender {
                             if acked >= mss {
                                 self.st.cwnd += mss;
                             }
-                            restart = self.first_partial;
+                            restart = self.first_partial || self.cfg.partial_ack_timer_every;
                             self.first_partial = false;
                         }
                     }

@@ -1,0 +1,5 @@
+"""Paper reproductions: one module per seed paper, each with ``main(quick, out, jobs)``."""
+
+REGISTRY = {
+    "hybla": "longpipe.experiments.hybla",
+}

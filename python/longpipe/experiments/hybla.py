@@ -1,0 +1,228 @@
+"""Reproduction of seed 001 (Endo et al., "Analytical Model of TCP Hybla for Satellite
+IP Networks"): the Hybla model against simulation, figs. 4–6, and fig. 1.
+
+Setup (the paper's Table 1): packet (segment) 1000 B, receiver window Wm = 550
+packets, bottleneck buffer 1000 packets, link capacity Wm/RTT, 500 s, random loss on
+the data direction, 10 runs per point; RTT 100, 250, 550 ms.
+
+Choices where the paper is silent (see docs/notes/hybla-validation.md):
+- one link sender→receiver with one-way delay RTT/2; capacity computed on the wire
+  (1040 B per packet) so that Wm packets fill exactly one RTT;
+- no delayed ACKs (ns-2's default TCPSink; the model's per-ACK growth ρ²/W per packet
+  assumes one ACK per packet), so the Reno reference is the appendix form with b = 1;
+- NewReno recovery for both, with the RTO reset on every partial ACK (ns-2's default
+  "slow-but-steady"); Hybla with Linux fixed-point arithmetic, RTT0 = 25 ms;
+- the model is evaluated at the nominal RTT.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .. import api
+from .._io import atomic_write_text, save_figure
+from ..models import data_sent, hybla_model, reno_no_timeout
+from ..report import table
+from .common import mean_ci95, run_parallel
+
+PACKET = 1000
+WIRE = PACKET + 40
+WM = 550
+DURATION = "500s"
+RTTS = (0.100, 0.250, 0.550)
+PAPER_CLAIMS = {
+    0.100: "model within 5 % of simulation for p <= 0.01",
+    0.250: "model within 5 % of simulation for p <= 0.01",
+    0.550: "largest difference about 13 % for p <= 0.01",
+}
+
+
+def scenario(rtt: float, p: float, tcp: str) -> dict:
+    rate = round(WM * WIRE * 8 / rtt)
+    return {
+        "name": f"hybla-validation-{tcp}-rtt{int(rtt * 1000)}ms-p{p:g}",
+        "duration": DURATION,
+        "link": [{
+            "a": "sender", "b": "receiver", "rate": f"{rate}bps", "delay": f"{rtt / 2}s",
+            "queue": {"limit": "1000pkt"}, "loss": {"kind": "bernoulli", "p": p},
+        }],
+        "flow": [{
+            "src": "sender", "dst": "receiver", "tcp": tcp, "mss": PACKET, "rwnd": f"{WM * PACKET}B",
+            "delayed_ack": False, "partial_ack_timer": "every",
+        }],
+    }
+
+
+def grid(quick: bool):
+    if quick:
+        ps = [1e-3, 3e-3, 1e-2]
+        seeds = range(1, 4)
+    else:
+        ps = list(np.logspace(-4, math.log10(5e-2), 9))
+        seeds = range(1, 11)
+    return ps, list(seeds)
+
+
+def _one(item):
+    rtt, p, tcp, seed = item
+    f = api.run(scenario(rtt, p, tcp), seed=seed).data["flows"][0]
+    return f["goodput_bps"] / 8 / PACKET, f["timeouts"], f["mean_rtt_s"]
+
+
+def run(quick: bool = False, jobs: int | None = None) -> list[dict]:
+    ps, seeds = grid(quick)
+    items = [(rtt, p, tcp, s) for rtt in RTTS for p in ps for tcp in ("hybla", "newreno") for s in seeds]
+    res = dict(zip(items, run_parallel(_one, items, jobs)))
+    rows = []
+    for rtt in RTTS:
+        for p in ps:
+            h = [res[(rtt, p, "hybla", s)] for s in seeds]
+            n = [res[(rtt, p, "newreno", s)] for s in seeds]
+            hm, hci = mean_ci95([x[0] for x in h])
+            nm, nci = mean_ci95([x[0] for x in n])
+            model = hybla_model(rtt, p, WM)
+            reno = reno_no_timeout(rtt, p, b=1, wmax=WM)
+            rows.append({
+                "rtt_s": rtt, "p": p, "seeds": len(seeds),
+                "hybla_sim_pps": hm, "hybla_sim_ci95": hci,
+                "hybla_model_pps": model.throughput_pps, "hybla_model_regime": model.regime,
+                "hybla_err": model.throughput_pps / hm - 1 if hm > 0 else math.nan,
+                "hybla_timeouts_mean": float(np.mean([x[1] for x in h])),
+                "newreno_sim_pps": nm, "newreno_sim_ci95": nci,
+                "reno_model_pps": reno, "reno_err": reno / nm - 1 if nm > 0 else math.nan,
+                "newreno_timeouts_mean": float(np.mean([x[1] for x in n])),
+                "sim_mean_rtt_s": float(np.mean([x[2] for x in h if x[2]])),
+            })
+    return rows
+
+
+def format_table(rows) -> str:
+    out = []
+    for r in rows:
+        out.append([f"{r['rtt_s'] * 1e3:.0f}", f"{r['p']:.2e}",
+                    f"{r['hybla_sim_pps']:.1f} ± {r['hybla_sim_ci95']:.1f}", f"{r['hybla_model_pps']:.1f}",
+                    f"{r['hybla_err'] * 100:+.1f}%", f"{r['hybla_timeouts_mean']:.1f}",
+                    f"{r['newreno_sim_pps']:.1f} ± {r['newreno_sim_ci95']:.1f}", f"{r['reno_model_pps']:.1f}",
+                    f"{r['reno_err'] * 100:+.1f}%"])
+    return table(["RTT ms", "p", "Hybla sim pkt/s (95% CI)", "Hybla model", "model err", "RTOs/run",
+                  "NewReno sim pkt/s", "Reno model (b=1)", "model err"], out, "rrrrrrrrr")
+
+
+def verdict(rows) -> str:
+    lines = []
+    for rtt in RTTS:
+        sel = [r for r in rows if r["rtt_s"] == rtt and r["p"] <= 0.01 + 1e-12]
+        if not sel:
+            continue
+        worst = max(sel, key=lambda r: abs(r["hybla_err"]))
+        bound = 0.05 if rtt < 0.5 else 0.13
+        ok = abs(worst["hybla_err"]) <= bound
+        lines.append(f"RTT {rtt * 1e3:.0f} ms, p <= 0.01: paper: {PAPER_CLAIMS[rtt]}; ours: worst model error "
+                     f"{worst['hybla_err'] * 100:+.1f}% at p = {worst['p']:.2g} -> "
+                     f"{'AGREES' if ok else 'DIFFERS'} (bound {bound * 100:.0f} %)")
+    hi = [r for r in rows if r["p"] > 0.01 + 1e-12]
+    if hi:
+        w = max(hi, key=lambda r: abs(r["hybla_err"]))
+        lines.append(f"p > 0.01: paper: larger error (the model ignores timeouts); ours: worst "
+                     f"{w['hybla_err'] * 100:+.1f}% (RTT {w['rtt_s'] * 1e3:.0f} ms, p = {w['p']:.2g}, "
+                     f"{w['hybla_timeouts_mean']:.1f} RTOs per run)")
+    return "\n".join(lines)
+
+
+def figures(rows, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for k, rtt in enumerate(RTTS):
+        sel = [r for r in rows if r["rtt_s"] == rtt]
+        p = [r["p"] for r in sel]
+        fig, ax = plt.subplots(figsize=(6.4, 4.6))
+        ax.errorbar(p, [r["hybla_sim_pps"] for r in sel], yerr=[r["hybla_sim_ci95"] for r in sel], fmt="o",
+                    capsize=3, label="Hybla, simulation (mean, 95% CI)")
+        pp = np.logspace(math.log10(min(p)), math.log10(max(p)), 80)
+        ax.plot(pp, [hybla_model(rtt, x, WM).throughput_pps for x in pp], "-", label="Hybla, model (eqs. 3-20)")
+        ax.errorbar(p, [r["newreno_sim_pps"] for r in sel], yerr=[r["newreno_sim_ci95"] for r in sel], fmt="s",
+                    capsize=3, label="NewReno, simulation")
+        ax.plot(pp, [reno_no_timeout(rtt, x, b=1, wmax=WM) for x in pp], "--", label="Reno, model (A-1..A-15, b=1)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("packet loss rate p")
+        ax.set_ylabel("throughput (packets/s)")
+        ax.set_title(f"RTT = {rtt * 1e3:.0f} ms (cf. paper fig. {4 + k})")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(save_figure(fig, out / f"fig{4 + k}_rtt{int(rtt * 1e3)}ms.png", dpi=110))
+        plt.close(fig)
+    paths.append(figure1(out))
+    return paths
+
+
+def figure1(out: Path, rtt: float = 0.55, gamma: int = 32, horizon: float = 6.0) -> Path:
+    """Fig. 1: packets sent vs time without loss, Hybla vs Reno, γ = 32: eq. (2) and
+    simulated traces (no delayed ACK, IW 1 for Reno, ⌊ρ⌋ for Hybla). Hybla is run with
+    an initial ssthresh of γ and of ργ segments: eq. (2) describes Hybla's window as ρ
+    times Reno's at RTT0, so its slow-start threshold in segments is ργ."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    t = np.linspace(0, horizon, 400)
+    rho = max(rtt / 0.025, 1.0)
+    runs = (("hybla", gamma, "Hybla (ssthresh γ)"), ("hybla", int(rho * gamma), "Hybla (ssthresh ργ)"),
+            ("newreno", gamma, "Reno/NewReno"))
+    for tcp, ssthresh, label in runs:
+        sc = {
+            "name": f"fig1-{tcp}", "duration": f"{horizon + 2 * rtt}s",
+            "link": [{"a": "s", "b": "r", "rate": "1Gbps", "delay": f"{rtt / 2}s", "queue": {"limit": "100000pkt"}}],
+            "flow": [{"src": "s", "dst": "r", "tcp": tcp, "mss": PACKET, "rwnd": "1GB", "delayed_ack": False,
+                      "ssthresh": ssthresh, "iw": 1}],
+        }
+        res = api.run(sc, timeseries=True)
+        segs = res.segments(0)
+        t0 = segs.t.iloc[0]
+        ax.step(segs.t - t0, (segs.seq + segs.len - 1) / PACKET, where="post", label=f"{label}, simulation")
+    for variant, style, label in (("hybla", "-", "Hybla"), ("reno", "--", "Reno")):
+        ax.plot(t, data_sent(t, rtt, gamma, variant), style, color="k" if variant == "hybla" else "gray",
+                label=f"{label}, eq. (2)")
+    ax.set_yscale("log")
+    ax.set_ylim(1, None)
+    ax.set_xlabel("time since the first data segment (s)")
+    ax.set_ylabel("packets sent")
+    ax.set_title(f"Data sent, RTT {rtt * 1e3:.0f} ms, γ = {gamma} (cf. paper fig. 1)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    p = save_figure(fig, out / "fig1_data_sent.png", dpi=110)
+    plt.close(fig)
+    return p
+
+
+def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int | None = None) -> int:
+    out = Path(out)
+    ps, seeds = grid(quick)
+    print(f"Hybla model validation (seed 001): {len(RTTS)} RTTs x {len(ps)} loss rates x {len(seeds)} seeds x "
+          f"2 TCPs, {DURATION} each{' (quick)' if quick else ''}")
+    rows = run(quick, jobs)
+    text = format_table(rows)
+    v = verdict(rows)
+    print(text)
+    print()
+    print(v)
+    atomic_write_text(out / "table.json", json.dumps(rows, indent=2) + "\n")
+    header = ",".join(rows[0].keys())
+    atomic_write_text(out / "table.csv", header + "\n" + "\n".join(",".join(str(r[k]) for k in rows[0]) for r in rows) + "\n")
+    paths = figures(rows, out)
+    atomic_write_text(out / "report.md", "# Hybla model vs simulation\n\n```\n" + text + "\n```\n\n" + v.replace("\n", "\n\n") + "\n")
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
