@@ -226,3 +226,34 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int
     for p in paths:
         print(f"wrote {p}")
     return 0
+
+
+def recovery_stats(rtt: float, p: float, seeds=range(1, 4), tcp: str = "hybla") -> dict:
+    """Loss-recovery statistics of the validation scenario (docs/notes/hybla-validation.md):
+    recoveries and RTOs per run, retransmissions per recovery, and the mean and median
+    recovery length in RTTs (from the window reduction to the ACK of everything that was
+    outstanding then)."""
+    durs, fr, rx, to = [], 0, 0, 0
+    seeds = list(seeds)
+    for seed in seeds:
+        r = api.run(scenario(rtt, p, tcp), seed=seed, timeseries=True)
+        f = r.data["flows"][0]
+        fr += f["fast_recoveries"]
+        rx += f["retransmitted_segments"]
+        to += f["timeouts"]
+        ts = r.timeseries(0)
+        t, ss, una, mx = ts.t.values, ts.ssthresh.values, ts.snd_una.values, ts.snd_max.values
+        i = 1
+        while i < len(t):
+            if ss[i] != ss[i - 1]:
+                end, j = mx[i], i
+                while j < len(t) and una[j] < end:
+                    j += 1
+                if j < len(t):
+                    durs.append((t[j] - t[i]) / rtt)
+                i = j
+            i += 1
+    n = len(seeds)
+    return {"recoveries_per_run": fr / n, "retransmissions_per_recovery": rx / max(fr, 1),
+            "rtos_per_run": to / n, "mean_recovery_rtt": float(np.mean(durs)) if durs else math.nan,
+            "median_recovery_rtt": float(np.median(durs)) if durs else math.nan}
