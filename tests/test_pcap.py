@@ -7,14 +7,14 @@ from conftest import path_scenario
 
 
 def tshark_fields(tshark, path, *fields, filt=None):
-    cmd = [tshark, "-r", str(path), "-T", "fields", "-E", "separator=,"]
+    cmd = [tshark, "-r", str(path), "-T", "fields", "-E", "separator=/t", "-E", "aggregator=;"]
     if filt:
         cmd += ["-Y", filt]
     for f in fields:
         cmd += ["-e", f]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
-    return [line.split(",") for line in p.stdout.splitlines() if line]
+    return [line.split("\t") for line in p.stdout.splitlines() if line]
 
 
 def test_tshark_counts_as_many_tcp_packets_as_the_link(tmp_path, tshark):
@@ -60,3 +60,21 @@ def test_pcap_is_deterministic(tmp_path):
     a = longpipe.run(sc, pcap=["client-server"]).pcaps["client-server"]
     b = longpipe.run(sc, pcap=["client-server"]).pcaps["client-server"]
     assert a == b and len(a) > 1000
+
+
+def test_sack_blocks_in_pcap(tmp_path, tshark):
+    sc = path_scenario(rwnd="1MB", app={"bytes": "3MB"}, duration="60s", queue="1000pkt", sack=True,
+                       loss={"kind": "list", "drop": [40, 43, 46]})
+    r = longpipe.run(sc, pcap=["client-server"])
+    f = r.write_pcaps(tmp_path)[0]
+    syn = tshark_fields(tshark, f, "tcp.options.sack_perm", filt="tcp.flags.syn==1")
+    assert len(syn) == 2 and all(x[0] for x in syn)  # both SYNs offer SACK
+    sacks = tshark_fields(tshark, f, "tcp.options.sack.count", "tcp.options.sack_le", "tcp.options.sack_re",
+                          filt="tcp.options.sack.count > 0")
+    assert sacks, "ACKs carry SACK blocks"
+    counts = {int(x[0]) for x in sacks}
+    assert max(counts) == 3 and min(counts) == 1  # up to three holes -> up to three blocks
+    # every block is a non-empty range above the cumulative ACK
+    for row in sacks:
+        for le, re_ in zip(row[1].split(";"), row[2].split(";")):
+            assert int(re_) > int(le)

@@ -286,7 +286,7 @@ pub struct FlowSpec {
     /// reset on the first partial ACK only) or "every" (Slow-but-Steady, ns-2's default).
     #[serde(default)]
     pub partial_ack_timer: Option<PartialAckTimer>,
-    /// SACK (RFC 2018/6675). Not yet implemented: must be false.
+    /// SACK (RFC 2018 option, RFC 6675 loss recovery) when both ends have it. Default false.
     #[serde(default)]
     pub sack: bool,
     /// Receiver delays ACKs (every second full segment, 200 ms timer). Default true.
@@ -471,8 +471,13 @@ fn resolve_limit(path: &str, q: &Option<QueueSpec>) -> Result<Limit, ScenarioErr
     }
 }
 
-fn resolve_hybla(path: &str, h: Option<&HyblaSpec>) -> Result<crate::tcp::cc::hybla::HyblaConfig, ScenarioError> {
-    use crate::tcp::cc::hybla::{HyblaArith, HyblaConfig, HyblaInitialWindow, LossSsthresh, RhoSource};
+fn resolve_hybla(
+    path: &str,
+    h: Option<&HyblaSpec>,
+) -> Result<crate::tcp::cc::hybla::HyblaConfig, ScenarioError> {
+    use crate::tcp::cc::hybla::{
+        HyblaArith, HyblaConfig, HyblaInitialWindow, LossSsthresh, RhoSource,
+    };
     let mut c = HyblaConfig::default();
     let Some(h) = h else { return Ok(c) };
     if let Some(r) = h.rtt0 {
@@ -649,12 +654,6 @@ impl Scenario {
                 }
                 Some(IwSpec::Rule(IwRule::Rfc6928)) => (10 * m).min((2 * m).max(14_600)),
             };
-            if f.sack {
-                return err(
-                    format!("{p}.sack"),
-                    "SACK is not implemented yet (planned); use sack = false",
-                );
-            }
             let min_rto = f.min_rto.map(|d| d.0).unwrap_or(SimDuration::from_secs(1));
             let initial_rto = f
                 .initial_rto

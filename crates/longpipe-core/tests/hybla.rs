@@ -26,7 +26,12 @@ fn hybla_initial_window_is_rho_and_slow_start_is_fast() {
     // one RTT later the window is at the 550-segment receiver limit region
     let f = &out.result.flows[0];
     let expect = 550_000.0 * 8.0 / 0.5503;
-    assert!(f.goodput_bps > 0.95 * expect, "{} vs {}", f.goodput_bps, expect);
+    assert!(
+        f.goodput_bps > 0.95 * expect,
+        "{} vs {}",
+        f.goodput_bps,
+        expect
+    );
 }
 
 #[test]
@@ -40,9 +45,21 @@ fn hybla_beats_newreno_on_a_lossy_long_path() {
 #[test]
 fn hybla_options_parse_and_change_behaviour() {
     let fixed = run(&sc("hybla", 1e-3, "")).result.flows[0].goodput_bps;
-    let float = run(&sc("hybla", 1e-3, "hybla = { arithmetic = \"float\" }")).result.flows[0].goodput_bps;
-    let rtt0 = run(&sc("hybla", 1e-3, "hybla = { rtt0 = \"100ms\" }")).result.flows[0].goodput_bps;
+    let float = run(&sc("hybla", 1e-3, "hybla = { arithmetic = \"float\" }"))
+        .result
+        .flows[0]
+        .goodput_bps;
+    let rtt0 = run(&sc("hybla", 1e-3, "hybla = { rtt0 = \"100ms\" }"))
+        .result
+        .flows[0]
+        .goodput_bps;
     println!("fixed {fixed:.0} float {float:.0} rtt0=100ms {rtt0:.0}");
-    assert!((float / fixed - 1.0).abs() < 0.25, "same algorithm, other arithmetic");
-    assert!(rtt0 < fixed, "a larger RTT0 means a smaller rho and slower growth");
+    assert!(
+        (float / fixed - 1.0).abs() < 0.25,
+        "same algorithm, other arithmetic"
+    );
+    assert!(
+        rtt0 < fixed,
+        "a larger RTT0 means a smaller rho and slower growth"
+    );
 }

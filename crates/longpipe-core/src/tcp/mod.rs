@@ -6,6 +6,7 @@ pub mod cc;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;
+pub mod sack;
 pub mod sender;
 
 /// Opt-in per-flow time series, kept as columns.

@@ -6,7 +6,7 @@
 //! application, which reads at once (so the advertised window stays the buffer size;
 //! out-of-order data waits in a reassembly queue as in 4.4BSD).
 
-use crate::net::packet::{Segment, ACK, FIN, SYN};
+use crate::net::packet::{SackList, Segment, ACK, FIN, SYN};
 use crate::time::{SimDuration, SimTime};
 
 #[derive(Debug, Clone)]
@@ -44,6 +44,11 @@ pub struct Receiver {
     pub rcv_nxt: u64,
     /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
     ooo: Vec<(u64, u64)>,
+    /// SACK negotiated (our config and the peer's SYN).
+    sack_on: bool,
+    /// Left edges of the most recently changed out-of-order blocks, newest first
+    /// (RFC 2018 §4: the first block reports the most recent segment).
+    recent: Vec<u64>,
     fin_seq: Option<u64>,
     our_seq: u64,
     unacked_segs: u32,
@@ -65,6 +70,8 @@ impl Receiver {
             adv_wnd,
             rcv_nxt: 0,
             ooo: Vec::new(),
+            sack_on: false,
+            recent: Vec::new(),
             fin_seq: None,
             our_seq: 1,
             unacked_segs: 0,
@@ -79,6 +86,29 @@ impl Receiver {
         self.delack_deadline
     }
 
+    /// The block of `ooo` that contains `seq`.
+    fn block_of(&self, seq: u64) -> Option<(u64, u64)> {
+        let i = self.ooo.partition_point(|r| r.1 <= seq);
+        self.ooo.get(i).copied().filter(|r| r.0 <= seq)
+    }
+
+    /// RFC 2018 §4: up to 4 blocks (no timestamps), the most recently changed first.
+    fn sack_blocks(&self) -> Option<Box<SackList>> {
+        if !self.sack_on || self.ooo.is_empty() {
+            return None;
+        }
+        let mut l = SackList::default();
+        for &left in &self.recent {
+            if let Some(b) = self.block_of(left) {
+                if l.n < 4 && !l.blocks[..l.n as usize].contains(&b) {
+                    l.blocks[l.n as usize] = b;
+                    l.n += 1;
+                }
+            }
+        }
+        (l.n > 0).then(|| Box::new(l))
+    }
+
     fn ack(&mut self, out: &mut Vec<Segment>, extra_flags: u8) {
         self.unacked_segs = 0;
         self.delack_deadline = None;
@@ -90,7 +120,7 @@ impl Receiver {
             wnd: self.adv_wnd,
             len: 0,
             syn_opts: None,
-            sack: None,
+            sack: self.sack_blocks(),
         });
         if extra_flags & FIN != 0 {
             self.our_seq += 1;
@@ -112,6 +142,7 @@ impl Receiver {
             if self.state == State::Listen {
                 self.state = State::SynReceived;
                 self.rcv_nxt = 1;
+                self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
             }
             out.push(Segment {
                 from_sender: false,
@@ -120,7 +151,7 @@ impl Receiver {
                 ack: 1,
                 wnd: self.cfg.buffer.min(65_535),
                 len: 0,
-                syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.cfg.sack)),
+                syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
                 sack: None,
             });
             return;
@@ -151,6 +182,7 @@ impl Receiver {
         }
         if start > self.rcv_nxt {
             self.insert_ooo(start, data_end);
+            self.note_recent(start);
             self.ack(out, 0); // RFC 5681 §4.2: immediate duplicate ACK
             return;
         }
@@ -187,6 +219,22 @@ impl Receiver {
         if self.completed_at.is_none() && self.cfg.app_bytes == Some(self.delivered) {
             self.completed_at = Some(now);
         }
+    }
+
+    /// Moves the block holding `seq` to the front of the recency list; forgets blocks
+    /// that were merged or delivered.
+    fn note_recent(&mut self, seq: u64) {
+        let Some(b) = self.block_of(seq) else { return };
+        let mut rec = vec![b.0];
+        for &left in &self.recent {
+            if let Some(o) = self.block_of(left) {
+                if !rec.contains(&o.0) {
+                    rec.push(o.0);
+                }
+            }
+        }
+        rec.truncate(8);
+        self.recent = rec;
     }
 
     fn insert_ooo(&mut self, s: u64, e: u64) {

@@ -8,10 +8,10 @@
 use super::cc::{CaState, CcState, CongestionControl};
 use super::recovery::{RecoveryKind, DUP_THRESH};
 use super::rtt::RttEstimator;
+use super::sack::{Next, Scoreboard};
 use super::FlowTrace;
 use crate::net::packet::{Segment, ACK, FIN, SYN};
 use crate::time::{SimDuration, SimTime};
-use std::collections::VecDeque;
 
 #[derive(Debug, Clone)]
 pub struct SenderConfig {
@@ -54,14 +54,6 @@ pub struct SenderStats {
     pub rtt_samples: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct SentSeg {
-    seq: u64,
-    end: u64,
-    sent_at: SimTime,
-    retx: bool,
-}
-
 /// Our own receive window, advertised on our segments (we receive no data).
 const OWN_WINDOW: u64 = 65_535;
 
@@ -88,7 +80,13 @@ pub struct Sender {
     first_partial: bool,
     pub rtt: RttEstimator,
     rto_deadline: Option<SimTime>,
-    segs: VecDeque<SentSeg>,
+    board: Scoreboard,
+    /// SACK was negotiated (both SYNs carried SACK-permitted): RFC 6675 recovery.
+    pub sack_ok: bool,
+    /// RFC 6675 HighRxt, as the end of the highest segment retransmitted in recovery.
+    high_rxt: u64,
+    /// RFC 6675 RescueRxt: this episode's rescue retransmission was sent.
+    rescue_done: bool,
     syn_sent_at: SimTime,
     syn_retx: bool,
     pub stats: SenderStats,
@@ -128,7 +126,10 @@ impl Sender {
             first_partial: false,
             rtt,
             rto_deadline: None,
-            segs: VecDeque::new(),
+            board: Scoreboard::default(),
+            sack_ok: false,
+            high_rxt: 0,
+            rescue_done: false,
             syn_sent_at: SimTime::ZERO,
             syn_retx: false,
             stats: SenderStats::default(),
@@ -218,19 +219,9 @@ impl Sender {
         let end = seq + len as u64 + fin as u64;
         let retx = seq < self.snd_max;
         if retx {
-            let i = self.segs.partition_point(|s| s.seq < seq);
-            if let Some(s) = self.segs.get_mut(i) {
-                debug_assert_eq!(s.seq, seq);
-                s.retx = true;
-                s.sent_at = now;
-            }
+            self.board.mark_retransmitted(seq, now);
         } else {
-            self.segs.push_back(SentSeg {
-                seq,
-                end,
-                sent_at: now,
-                retx: false,
-            });
+            self.board.push(seq, end, now);
             self.snd_max = end;
         }
         if self.counting() {
@@ -310,6 +301,7 @@ impl Sender {
                     self.snd_una = 1;
                     self.peer_rcv_nxt = seg.seq + 1;
                     self.peer_wnd = seg.wnd;
+                    self.sack_ok = self.cfg.sack_permitted && seg.syn_opts.is_some_and(|o| o.2);
                     if !self.syn_retx {
                         self.take_sample(now - self.syn_sent_at);
                     }
@@ -340,7 +332,11 @@ impl Sender {
                 }
                 if self.state == SenderState::Established {
                     self.on_ack(seg, out);
-                    self.try_send(out);
+                    if self.sack_recovery() {
+                        self.sack_send(out);
+                    } else {
+                        self.try_send(out);
+                    }
                     self.record();
                 }
             }
@@ -370,18 +366,19 @@ impl Sender {
         let wnd_changed = seg.wnd != self.peer_wnd;
         self.peer_wnd = seg.wnd;
         let mss = self.st.mss;
+        let newly_sacked = match (&seg.sack, self.sack_ok) {
+            (Some(b), true) => self.board.mark_sacked(b),
+            _ => 0,
+        };
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
-            // Karn: sample only from the newest fully acknowledged, never-retransmitted segment.
-            let mut newest = None;
-            while let Some(s) = self.segs.front() {
-                if s.end > ack {
-                    break;
-                }
-                newest = Some(*s);
-                self.segs.pop_front();
-            }
-            let sample = newest.filter(|s| !s.retx).map(|s| self.st.now - s.sent_at);
+            // Karn: sample from the newest fully acknowledged segment, and only if no
+            // segment this ACK covers was retransmitted (else the ACK may answer either
+            // transmission, or release data held behind a repaired hole).
+            let (newest, any_retx) = self.board.ack_to(ack);
+            let sample = newest
+                .filter(|_| !any_retx)
+                .map(|s| self.st.now - s.sent_at);
             if let Some(r) = sample {
                 self.take_sample(r);
             }
@@ -393,7 +390,13 @@ impl Sender {
             self.sync_flight();
             self.cc.pkts_acked(&mut self.st, acked, sample);
             let mut restart = true;
-            if self.in_recovery {
+            if self.sack_recovery() {
+                // RFC 6675 §5 (C): leave recovery once RecoveryPoint is acknowledged;
+                // partial ACKs only update the scoreboard (sending is pipe-driven).
+                if ack >= self.recover_end {
+                    self.exit_recovery();
+                }
+            } else if self.in_recovery {
                 match self.cfg.recovery {
                     RecoveryKind::Tahoe => unreachable!("Tahoe has no fast recovery"),
                     RecoveryKind::Reno => {
@@ -441,17 +444,90 @@ impl Sender {
             && seg.len == 0
             && seg.flags & (SYN | FIN) == 0
             && self.snd_max > self.snd_una
-            && !wnd_changed
+            && (!wnd_changed || newly_sacked > 0)
         {
-            // RFC 5681 §2 duplicate ACK
+            // RFC 5681 §2 duplicate ACK (RFC 6675 §2: or one that SACKs new data)
             self.dupacks += 1;
-            if self.dupacks == DUP_THRESH {
+            if self.sack_ok && self.cfg.recovery != RecoveryKind::Tahoe {
+                // RFC 6675 §5: DupThresh duplicates, or the first segment is lost by
+                // the SACK information.
+                if !self.in_recovery
+                    && (self.dupacks >= DUP_THRESH || self.board.first_is_lost(mss))
+                    && self.snd_una >= self.recover_end
+                {
+                    self.enter_sack_recovery(out);
+                }
+            } else if self.dupacks == DUP_THRESH {
                 self.fast_retransmit(out);
             } else if self.dupacks > DUP_THRESH && self.in_recovery {
                 // RFC 5681 §3.2 step 4 / RFC 6582 step 4: inflate.
                 self.st.cwnd += mss;
             }
         }
+    }
+
+    fn sack_recovery(&self) -> bool {
+        self.in_recovery && self.sack_ok && self.cfg.recovery != RecoveryKind::Tahoe
+    }
+
+    /// RFC 6675 §5 steps (4.1)-(4.4).
+    fn enter_sack_recovery(&mut self, out: &mut Vec<Segment>) {
+        self.recover_end = self.snd_max; // RecoveryPoint = HighData
+        self.sync_flight();
+        self.st.ssthresh = self.cc.ssthresh(&self.st);
+        self.st.cwnd = self.st.ssthresh;
+        self.in_recovery = true;
+        self.rescue_done = false;
+        self.high_rxt = self.snd_una;
+        self.cc.set_state(&mut self.st, CaState::Recovery);
+        if let Some((len, fin)) = self.segment_at(self.snd_una) {
+            self.emit(self.snd_una, len, fin, out);
+            self.high_rxt = self.snd_una + len as u64 + fin as u64;
+        }
+        if self.counting() {
+            self.stats.fast_recoveries += 1;
+        }
+        self.restart_rto();
+    }
+
+    /// RFC 6675 §5 step (C): while cwnd − pipe ≥ 1 SMSS, send NextSeg().
+    fn sack_send(&mut self, out: &mut Vec<Segment>) {
+        let mss = self.st.mss;
+        loop {
+            let pipe = self.board.pipe(mss, self.high_rxt);
+            if self.st.cwnd < pipe + mss {
+                break;
+            }
+            let new_data = match self.segment_at(self.snd_max) {
+                Some((len, fin)) if len > 0 || fin => {
+                    self.snd_max + len as u64 <= self.snd_una + self.peer_wnd
+                }
+                _ => false,
+            };
+            match self
+                .board
+                .next_seg(mss, self.high_rxt, new_data, self.rescue_done)
+            {
+                Next::Retransmit(seq) => {
+                    let (len, fin) = self.segment_at(seq).expect("segment in flight");
+                    self.emit(seq, len, fin, out);
+                    self.high_rxt = self.high_rxt.max(seq + len as u64 + fin as u64);
+                }
+                Next::Rescue(seq) => {
+                    let (len, fin) = self.segment_at(seq).expect("segment in flight");
+                    self.emit(seq, len, fin, out);
+                    self.rescue_done = true;
+                }
+                Next::NewData => {
+                    let seq = self.snd_max;
+                    let (len, fin) = self.segment_at(seq).expect("checked above");
+                    self.emit(seq, len, fin, out);
+                    self.snd_nxt = self.snd_max;
+                }
+                Next::Nothing => break,
+            }
+        }
+        self.sync_flight();
     }
 
     fn exit_recovery(&mut self) {
@@ -519,6 +595,7 @@ impl Sender {
                 self.dupacks = 0;
                 self.recover_end = self.snd_max; // RFC 6582 §4
                 self.snd_nxt = self.snd_una; // go back N
+                self.board.clear_sacked(); // RFC 6675 §5.1: the receiver may renege
                 self.rtt.back_off();
                 self.in_loss = true;
                 self.cc.set_state(&mut self.st, CaState::Loss);

@@ -103,7 +103,18 @@ pub struct Hybla {
 
 impl Hybla {
     pub fn new(cfg: HyblaConfig) -> Self {
-        Hybla { cfg, rho_3ls: 8, rho: 1, rho2_7ls: 128, rho_f: 1.0, min_rtt: None, cents: 0, cwnd_cnt: 0, wf: 0.0, enabled: true }
+        Hybla {
+            cfg,
+            rho_3ls: 8,
+            rho: 1,
+            rho2_7ls: 128,
+            rho_f: 1.0,
+            min_rtt: None,
+            cents: 0,
+            cwnd_cnt: 0,
+            wf: 0.0,
+            enabled: true,
+        }
     }
 
     fn rtt_for_rho(&self, st: &CcState) -> Option<SimDuration> {
@@ -254,7 +265,14 @@ mod tests {
 
     #[test]
     fn rho_at_reference_rtts() {
-        for (ms, rho, rho_3ls) in [(25, 1, 8), (100, 4, 32), (250, 10, 80), (550, 22, 176), (10, 1, 8), (30, 1, 9)] {
+        for (ms, rho, rho_3ls) in [
+            (25, 1, 8),
+            (100, 4, 32),
+            (250, 10, 80),
+            (550, 22, 176),
+            (10, 1, 8),
+            (30, 1, 9),
+        ] {
             let mut h = Hybla::new(HyblaConfig::default());
             h.recalc(SimDuration::from_millis(ms));
             assert_eq!((h.rho, h.rho_3ls), (rho, rho_3ls), "{ms} ms");
@@ -325,7 +343,10 @@ mod tests {
 
     #[test]
     fn float_form_matches_paper() {
-        let cfg = HyblaConfig { arith: HyblaArith::Float, ..Default::default() };
+        let cfg = HyblaConfig {
+            arith: HyblaArith::Float,
+            ..Default::default()
+        };
         let mut h = Hybla::new(cfg);
         let mut s = st(100, 50, 100);
         h.init(&mut s); // cwnd = ⌊ρ⌋ = 4
@@ -338,7 +359,10 @@ mod tests {
 
     #[test]
     fn loss_response_and_states() {
-        let mut h = Hybla::new(HyblaConfig { loss_ssthresh: LossSsthresh::Cwnd, ..Default::default() });
+        let mut h = Hybla::new(HyblaConfig {
+            loss_ssthresh: LossSsthresh::Cwnd,
+            ..Default::default()
+        });
         let mut s = st(100, 1 << 20, 550);
         s.flight = 40_000;
         assert_eq!(h.ssthresh(&s), 50_000);

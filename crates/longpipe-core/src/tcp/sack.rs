@@ -1,0 +1,305 @@
+//! The sender's record of segments in flight, and SACK loss recovery (RFC 6675).
+//!
+//! [`Scoreboard`] lists every segment in [snd_una, snd_max) in sequence order with its
+//! send time, retransmission flag (Karn) and SACKed flag (RFC 2018). With SACK it
+//! answers RFC 6675's questions: IsLost, SetPipe (`pipe`) and NextSeg.
+//! Invariant: segments are contiguous, ordered, and none is below snd_una.
+
+use crate::net::packet::SackList;
+use crate::time::SimTime;
+use std::collections::VecDeque;
+
+/// RFC 6675 DupThresh.
+pub const DUP_THRESH: u64 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SentSeg {
+    pub seq: u64,
+    pub end: u64,
+    pub sent_at: SimTime,
+    pub retx: bool,
+    pub sacked: bool,
+}
+
+impl SentSeg {
+    pub fn len(&self) -> u64 {
+        self.end - self.seq
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<SentSeg>,
+}
+
+/// What NextSeg chose (RFC 6675 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Rule 1 or 3: retransmit the segment starting here.
+    Retransmit(u64),
+    /// Rule 2: send new data.
+    NewData,
+    /// Rule 4: the rescue retransmission of the segment starting here.
+    Rescue(u64),
+    Nothing,
+}
+
+impl Scoreboard {
+    pub fn push(&mut self, seq: u64, end: u64, now: SimTime) {
+        debug_assert!(self.segs.back().is_none_or(|s| s.end == seq));
+        self.segs.push_back(SentSeg {
+            seq,
+            end,
+            sent_at: now,
+            retx: false,
+            sacked: false,
+        });
+    }
+
+    fn index(&self, seq: u64) -> Option<usize> {
+        let i = self.segs.partition_point(|s| s.seq < seq);
+        (self.segs.get(i)?.seq == seq).then_some(i)
+    }
+
+    pub fn get(&self, seq: u64) -> Option<&SentSeg> {
+        self.index(seq).map(|i| &self.segs[i])
+    }
+
+    /// Records a retransmission of the segment starting at `seq`.
+    pub fn mark_retransmitted(&mut self, seq: u64, now: SimTime) {
+        if let Some(i) = self.index(seq) {
+            let s = &mut self.segs[i];
+            s.retx = true;
+            s.sent_at = now;
+        }
+    }
+
+    /// Drops segments covered by the cumulative ACK. Returns the newest one removed and
+    /// whether any removed segment had been retransmitted (which makes the ACK ambiguous
+    /// for RTT measurement: Karn's rule, as Linux's FLAG_RETRANS_DATA_ACKED).
+    pub fn ack_to(&mut self, ack: u64) -> (Option<SentSeg>, bool) {
+        let mut newest = None;
+        let mut any_retx = false;
+        while let Some(s) = self.segs.front() {
+            if s.end > ack {
+                break;
+            }
+            any_retx |= s.retx;
+            newest = Some(*s);
+            self.segs.pop_front();
+        }
+        (newest, any_retx)
+    }
+
+    /// Marks segments wholly inside a SACK block; returns the bytes newly SACKed.
+    pub fn mark_sacked(&mut self, blocks: &SackList) -> u64 {
+        let mut newly = 0;
+        for &(l, r) in &blocks.blocks[..blocks.n as usize] {
+            let mut i = self.segs.partition_point(|s| s.seq < l);
+            while let Some(s) = self.segs.get_mut(i) {
+                if s.end > r {
+                    break;
+                }
+                if !s.sacked {
+                    s.sacked = true;
+                    newly += s.len();
+                }
+                i += 1;
+            }
+        }
+        newly
+    }
+
+    /// RFC 2018 §8 / RFC 6675 §5.1: after an RTO, forget SACK information (the receiver
+    /// may have reneged).
+    pub fn clear_sacked(&mut self) {
+        for s in &mut self.segs {
+            s.sacked = false;
+        }
+    }
+
+    pub fn any_sacked(&self) -> bool {
+        self.segs.iter().any(|s| s.sacked)
+    }
+
+    /// RFC 6675 IsLost for every segment, in one backward pass: a segment is lost when
+    /// DupThresh discontiguous SACKed runs lie above it, or more than
+    /// (DupThresh − 1) · SMSS SACKed bytes do. SACKed segments are never lost.
+    pub fn lost_flags(&self, smss: u64) -> Vec<bool> {
+        let mut out = vec![false; self.segs.len()];
+        let mut sacked_bytes = 0u64;
+        let mut runs = 0u64;
+        let mut in_run = false;
+        for (i, s) in self.segs.iter().enumerate().rev() {
+            if s.sacked {
+                sacked_bytes += s.len();
+                if !in_run {
+                    runs += 1;
+                    in_run = true;
+                }
+            } else {
+                in_run = false;
+                out[i] = runs >= DUP_THRESH || sacked_bytes > (DUP_THRESH - 1) * smss;
+            }
+        }
+        out
+    }
+
+    /// IsLost(first unacknowledged segment).
+    pub fn first_is_lost(&self, smss: u64) -> bool {
+        self.lost_flags(smss).first().copied().unwrap_or(false)
+    }
+
+    /// RFC 6675 SetPipe: bytes believed in the network.
+    pub fn pipe(&self, smss: u64, high_rxt: u64) -> u64 {
+        let lost = self.lost_flags(smss);
+        let mut pipe = 0;
+        for (s, l) in self.segs.iter().zip(lost) {
+            if s.sacked {
+                continue;
+            }
+            if !l {
+                pipe += s.len();
+            }
+            if s.seq < high_rxt {
+                pipe += s.len();
+            }
+        }
+        pipe
+    }
+
+    /// RFC 6675 NextSeg. `high_rxt` is the end of the highest retransmitted segment of
+    /// this recovery, `new_data` whether rule 2 may send new data, `rescue_done` whether
+    /// this episode's rescue retransmission was already sent.
+    pub fn next_seg(&self, smss: u64, high_rxt: u64, new_data: bool, rescue_done: bool) -> Next {
+        let lost = self.lost_flags(smss);
+        let high_sacked = self
+            .segs
+            .iter()
+            .rev()
+            .find(|s| s.sacked)
+            .map(|s| s.end)
+            .unwrap_or(0);
+        // Rule 1: the lowest lost, un-SACKed segment above HighRxt.
+        for (s, l) in self.segs.iter().zip(&lost) {
+            if !s.sacked && s.seq >= high_rxt && s.seq < high_sacked && *l {
+                return Next::Retransmit(s.seq);
+            }
+        }
+        // Rule 2: new data.
+        if new_data {
+            return Next::NewData;
+        }
+        // Rule 3: an un-SACKed hole below the highest SACKed byte, not (yet) lost.
+        for s in &self.segs {
+            if !s.sacked && s.seq >= high_rxt && s.seq < high_sacked {
+                return Next::Retransmit(s.seq);
+            }
+        }
+        // Rule 4: one rescue retransmission of the highest un-SACKed segment.
+        if !rescue_done {
+            if let Some(s) = self.segs.iter().rev().find(|s| !s.sacked) {
+                return Next::Rescue(s.seq);
+            }
+        }
+        Next::Nothing
+    }
+
+    pub fn len(&self) -> usize {
+        self.segs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten 100-byte segments from seq 1.
+    fn board() -> Scoreboard {
+        let mut b = Scoreboard::default();
+        for k in 0..10u64 {
+            b.push(1 + 100 * k, 101 + 100 * k, SimTime(k));
+        }
+        b
+    }
+
+    fn sack(blocks: &[(u64, u64)]) -> SackList {
+        let mut s = SackList {
+            n: blocks.len() as u8,
+            ..Default::default()
+        };
+        s.blocks[..blocks.len()].copy_from_slice(blocks);
+        s
+    }
+
+    #[test]
+    fn is_lost_by_bytes_and_by_runs() {
+        let mut b = board();
+        // segments 2 and 3 SACKed (200 B <= 2*SMSS): nothing lost yet
+        assert_eq!(b.mark_sacked(&sack(&[(201, 401)])), 200);
+        assert!(!b.first_is_lost(100));
+        // a third SACKed segment: 300 B > 2 SMSS -> segments 0 and 1 are lost
+        b.mark_sacked(&sack(&[(401, 501)]));
+        let l = b.lost_flags(100);
+        assert_eq!(&l[..2], &[true, true]);
+        assert!(!l[5]);
+        // three discontiguous runs above a segment, even with large SMSS
+        let mut b = board();
+        b.mark_sacked(&sack(&[(101, 201), (301, 401), (501, 601)]));
+        let l = b.lost_flags(1000);
+        assert!(l[0] && !l[2]);
+    }
+
+    #[test]
+    fn pipe_and_next_seg() {
+        let mut b = board();
+        b.mark_sacked(&sack(&[(301, 601)])); // 3 segments SACKed above holes 0..2
+                                             // holes 0, 1, 2 lost (300 B SACKed above); 6..9 outstanding, not lost
+        assert_eq!(b.pipe(100, 0), 400);
+        assert_eq!(b.next_seg(100, 0, true, false), Next::Retransmit(1));
+        // after retransmitting segment 0 (HighRxt = 101): pipe counts it again
+        assert_eq!(b.pipe(100, 101), 500);
+        assert_eq!(b.next_seg(100, 101, true, false), Next::Retransmit(101));
+        // all holes retransmitted: new data (rule 2), or rule 3 / rescue without it
+        assert_eq!(b.next_seg(100, 301, true, false), Next::NewData);
+        assert_eq!(b.next_seg(100, 301, false, false), Next::Rescue(901));
+        assert_eq!(b.next_seg(100, 301, false, true), Next::Nothing);
+        // rule 3: a hole not yet lost
+        let mut b = board();
+        b.mark_sacked(&sack(&[(201, 301)]));
+        assert_eq!(b.next_seg(100, 0, false, false), Next::Retransmit(1));
+    }
+
+    #[test]
+    fn ack_clears_and_reneging_reset() {
+        let mut b = board();
+        b.mark_sacked(&sack(&[(501, 701)]));
+        assert_eq!(
+            b.ack_to(301),
+            (
+                Some(SentSeg {
+                    seq: 201,
+                    end: 301,
+                    sent_at: SimTime(2),
+                    retx: false,
+                    sacked: false
+                }),
+                false
+            )
+        );
+        assert_eq!(b.len(), 7);
+        assert!(b.any_sacked());
+        b.clear_sacked();
+        assert!(!b.any_sacked());
+        b.mark_retransmitted(301, SimTime(99));
+        assert!(b.get(301).unwrap().retx);
+        assert!(
+            b.ack_to(501).1,
+            "an ACK covering a retransmission is ambiguous"
+        );
+    }
+}
