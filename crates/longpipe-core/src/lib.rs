@@ -4,6 +4,7 @@
 //! Entry point: [`run_json`] (scenario JSON text in, [`sim::RunOutput`] out).
 
 pub mod engine;
+pub mod l2;
 pub mod net;
 pub mod results;
 pub mod rng;

@@ -41,6 +41,29 @@ pub struct LinkResult {
     pub drops_queue: u64,
     pub drops_loss: u64,
     pub max_queue_packets: u64,
+    /// Link-layer counters when the direction has a `layer2` (then `packets` counts SDUs
+    /// accepted, `drops_queue` SDU-buffer overflows, `drops_loss` SDUs discarded after
+    /// MaxDAT, and `utilization` the share of PDU slots used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2: Option<L2Result>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct L2Result {
+    pub kind: String,
+    pub pdus_per_tti: u32,
+    pub pdus_sent: u64,
+    pub pdus_retransmitted: u64,
+    pub pdus_lost: u64,
+    pub status_sent: u64,
+    pub polls: u64,
+    pub sdus_delivered: u64,
+    pub sdus_discarded: u64,
+    /// RLC-induced delay per SDU (entering RLC to in-sequence delivery).
+    pub sdu_delay_mean_s: Option<f64>,
+    pub sdu_delay_p50_s: Option<f64>,
+    pub sdu_delay_p95_s: Option<f64>,
+    pub sdu_delay_max_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

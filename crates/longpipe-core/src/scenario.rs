@@ -131,6 +131,59 @@ pub struct LinkSpec {
     /// Loss model b->a.
     #[serde(default)]
     pub loss_ba: Option<LossSpec>,
+    /// Link layer a->b (e.g. `{ kind = "rlc-am" }`); its loss model then applies per
+    /// link-layer unit (PDU), and `queue` limits its SDU buffer.
+    #[serde(default)]
+    pub layer2: Option<Layer2Spec>,
+    /// Link layer b->a.
+    #[serde(default)]
+    pub layer2_ba: Option<Layer2Spec>,
+}
+
+/// A link layer on one direction.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Layer2Spec {
+    /// 3GPP TS 25.322 RLC acknowledged mode; the link rate is the bearer's payload rate.
+    RlcAm {
+        /// PDU payload octets (default 40).
+        #[serde(default)]
+        pdu_payload: Option<u32>,
+        /// PDU header octets (default 2).
+        #[serde(default)]
+        header: Option<u32>,
+        /// Transmission time interval (default 10ms).
+        #[serde(default)]
+        tti: Option<Duration>,
+        /// Transmit window in PDUs (default 512).
+        #[serde(default)]
+        window: Option<u32>,
+        /// Maximum transmissions of a PDU before its SDUs are discarded (default 15).
+        #[serde(default)]
+        max_dat: Option<u32>,
+        /// Poll every this many new PDUs (default 0 = off).
+        #[serde(default)]
+        poll_pdu: Option<u32>,
+        /// Poll when the transmit window is this % full and no poll is outstanding
+        /// (default 50; 0 = off).
+        #[serde(default)]
+        poll_window: Option<u32>,
+        /// Timer_Poll (default 200ms).
+        #[serde(default)]
+        poll_timer: Option<Duration>,
+        /// Timer_Poll_Prohibit (default 0ms).
+        #[serde(default)]
+        poll_prohibit: Option<Duration>,
+        /// Timer_Status_Prohibit (default 50ms).
+        #[serde(default)]
+        status_prohibit: Option<Duration>,
+        /// Processing delay per PDU (default 0).
+        #[serde(default)]
+        pdu_delay: Option<Duration>,
+        /// Processing delay per SDU at delivery (default 0).
+        #[serde(default)]
+        sdu_delay: Option<Duration>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
@@ -348,6 +401,67 @@ pub struct DirInfo {
     pub delay: SimDuration,
     pub limit: Limit,
     pub loss: LossModel,
+    pub layer2: Option<crate::l2::rlc::RlcConfig>,
+}
+
+fn resolve_layer2(
+    path: &str,
+    l: &Option<Layer2Spec>,
+) -> Result<Option<crate::l2::rlc::RlcConfig>, ScenarioError> {
+    let Some(Layer2Spec::RlcAm {
+        pdu_payload,
+        header,
+        tti,
+        window,
+        max_dat,
+        poll_pdu,
+        poll_window,
+        poll_timer,
+        poll_prohibit,
+        status_prohibit,
+        pdu_delay,
+        sdu_delay,
+    }) = l
+    else {
+        return Ok(None);
+    };
+    let c = crate::l2::rlc::RlcConfig {
+        pdu_payload: pdu_payload.unwrap_or(40),
+        header: header.unwrap_or(2),
+        tti: tti.map(|d| d.0).unwrap_or(SimDuration::from_millis(10)),
+        window: window.unwrap_or(512) as u64,
+        max_dat: max_dat.unwrap_or(15),
+        poll_pdu: poll_pdu.unwrap_or(0),
+        poll_window: poll_window.unwrap_or(50),
+        poll_timer: poll_timer
+            .map(|d| d.0)
+            .unwrap_or(SimDuration::from_millis(200)),
+        poll_prohibit: poll_prohibit.map(|d| d.0).unwrap_or(SimDuration::ZERO),
+        status_prohibit: status_prohibit
+            .map(|d| d.0)
+            .unwrap_or(SimDuration::from_millis(50)),
+        pdu_delay: pdu_delay.map(|d| d.0).unwrap_or(SimDuration::ZERO),
+        sdu_delay: sdu_delay.map(|d| d.0).unwrap_or(SimDuration::ZERO),
+    };
+    if c.pdu_payload == 0 {
+        return err(format!("{path}.pdu_payload"), "must be at least 1 octet");
+    }
+    if c.tti.0 == 0 {
+        return err(format!("{path}.tti"), "must be positive");
+    }
+    if c.window == 0 || c.window > 2047 {
+        return err(
+            format!("{path}.window"),
+            "must be in [1, 2047] PDUs (TS 25.322)",
+        );
+    }
+    if c.max_dat == 0 || c.max_dat > 40 {
+        return err(format!("{path}.max_dat"), "must be in [1, 40] (TS 25.322)");
+    }
+    if c.poll_timer.0 == 0 {
+        return err(format!("{path}.poll_timer"), "must be positive");
+    }
+    Ok(Some(c))
 }
 
 #[derive(Debug, Clone)]
@@ -575,6 +689,7 @@ impl Scenario {
                 delay: l.delay.0,
                 limit: resolve_limit(&format!("{p}.queue"), &l.queue)?,
                 loss: resolve_loss(&format!("{p}.loss"), &l.loss)?,
+                layer2: resolve_layer2(&format!("{p}.layer2"), &l.layer2)?,
             };
             let rev = DirInfo {
                 rate: l.rate_ba.unwrap_or(l.rate).0,
@@ -585,6 +700,7 @@ impl Scenario {
                     fwd.limit
                 },
                 loss: resolve_loss(&format!("{p}.loss_ba"), &l.loss_ba)?,
+                layer2: resolve_layer2(&format!("{p}.layer2_ba"), &l.layer2_ba)?,
             };
             links.push(LinkInfo {
                 a: ends[0],

@@ -2,11 +2,12 @@
 //! the event loop to the scenario's duration, and gathers results.
 
 use crate::engine::EventQueue;
+use crate::l2::rlc::RlcLink;
 use crate::net::link::{Enqueued, LinkDir};
 use crate::net::loss::LossState;
 use crate::net::packet::{Packet, Segment, ACK, SYN, TCPIP_HEADER};
 use crate::net::routing::Routes;
-use crate::results::{FlowResult, LinkResult, SimResult, SimStats};
+use crate::results::{FlowResult, L2Result, LinkResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
 use crate::scenario::{PartialAckTimer, ScenarioError, TcpKind, ValidScenario};
 use crate::tcp::cc::hybla::Hybla;
@@ -47,6 +48,7 @@ pub struct RunOutput {
 
 enum Ev {
     FlowStart(u32),
+    L2Wake(u32),
     TxDone(u32),
     Arrive { dir: u32, pkt: Packet },
     Timer { flow: u32, rx: bool },
@@ -83,6 +85,57 @@ pub struct Sim<'a> {
     next_uid: u64,
     out: Vec<Segment>,
     seed: u64,
+    /// Link layers by direction, and the time of each one's pending wake-up event.
+    l2: Vec<Option<RlcLink>>,
+    l2_wake: Vec<Option<SimTime>>,
+    l2_out: Vec<(SimTime, Packet)>,
+}
+
+fn rlc_result(sc: &ValidScenario, m: &DirMeta, i: usize, r: &RlcLink) -> LinkResult {
+    let st = &r.stats;
+    let info = &sc.links[i / 2].dirs[i % 2];
+    let cfg = info.layer2.as_ref().expect("rlc config");
+    // PDU slots of the TTIs that start in [warmup, end)
+    let tti = cfg.tti.as_nanos();
+    let first = sc.warmup.0.div_ceil(tti);
+    let last = sc.duration.0.saturating_sub(1) / tti;
+    let slots = (last + 1).saturating_sub(first) as f64 * r.pdus_per_tti() as f64;
+    let mut d = st.sdu_delay_ns.clone();
+    d.sort_unstable();
+    let q = |f: f64| {
+        (!d.is_empty()).then(|| d[((d.len() - 1) as f64 * f).round() as usize] as f64 * 1e-9)
+    };
+    LinkResult {
+        a: sc.nodes[m.from as usize].name.clone(),
+        b: sc.nodes[m.to as usize].name.clone(),
+        dir: if i.is_multiple_of(2) { "forward" } else { "reverse" }.to_string(),
+        utilization: if slots > 0.0 {
+            st.slots_used as f64 / slots
+        } else {
+            0.0
+        },
+        packets: st.sdus_in,
+        bytes: 0,
+        drops_queue: st.sdus_dropped_queue,
+        drops_loss: st.sdus_discarded,
+        max_queue_packets: 0,
+        l2: Some(L2Result {
+            kind: "rlc-am".into(),
+            pdus_per_tti: r.pdus_per_tti(),
+            pdus_sent: st.pdus_sent,
+            pdus_retransmitted: st.pdus_retransmitted,
+            pdus_lost: st.pdus_lost,
+            status_sent: st.status_sent,
+            polls: st.polls,
+            sdus_delivered: st.sdus_delivered,
+            sdus_discarded: st.sdus_discarded,
+            sdu_delay_mean_s: (!d.is_empty())
+                .then(|| d.iter().sum::<u64>() as f64 / d.len() as f64 * 1e-9),
+            sdu_delay_p50_s: q(0.5),
+            sdu_delay_p95_s: q(0.95),
+            sdu_delay_max_s: q(1.0),
+        }),
+    }
 }
 
 fn isn(flow: usize, rx: bool) -> u32 {
@@ -121,11 +174,24 @@ impl<'a> Sim<'a> {
         let seed = opts.seed.unwrap_or(sc.seed);
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         let mut meta = Vec::with_capacity(sc.links.len() * 2);
+        let mut l2 = Vec::with_capacity(sc.links.len() * 2);
         for l in &sc.links {
             for (d, info) in l.dirs.iter().enumerate() {
                 let (from, to) = if d == 0 { (l.a, l.b) } else { (l.b, l.a) };
                 let name = format!("link/{}->{}/loss", sc.nodes[from].name, sc.nodes[to].name);
                 let loss = LossState::new(info.loss.clone(), RngStream::new(seed, &name));
+                l2.push(info.layer2.clone().map(|cfg| {
+                    let rev = &l.dirs[1 - d];
+                    RlcLink::new(
+                        cfg,
+                        info.rate,
+                        info.delay,
+                        rev.delay,
+                        info.limit,
+                        loss.clone(),
+                        sc.warmup,
+                    )
+                }));
                 dirs.push(LinkDir::new(
                     info.rate, info.delay, info.limit, loss, sc.warmup,
                 ));
@@ -227,6 +293,9 @@ impl<'a> Sim<'a> {
             next_uid: 0,
             out: Vec::new(),
             seed,
+            l2_wake: vec![None; l2.len()],
+            l2,
+            l2_out: Vec::new(),
         })
     }
 
@@ -240,6 +309,23 @@ impl<'a> Sim<'a> {
                     self.emit(now, f, false, &mut out);
                     self.out = out;
                     self.sync_timer(f, false);
+                }
+                Ev::L2Wake(d) => {
+                    let di = d as usize;
+                    if self.l2_wake[di] != Some(now) {
+                        continue;
+                    }
+                    self.l2_wake[di] = None;
+                    let mut out = std::mem::take(&mut self.l2_out);
+                    self.l2[di]
+                        .as_mut()
+                        .expect("l2 direction")
+                        .on_wake(now, &mut out);
+                    for (t, pkt) in out.drain(..) {
+                        self.q.schedule(t, Ev::Arrive { dir: d, pkt });
+                    }
+                    self.l2_out = out;
+                    self.sync_l2(di, now);
                 }
                 Ev::TxDone(d) => {
                     let (arrival, next) = self.dirs[d as usize].finish_tx(now);
@@ -330,12 +416,32 @@ impl<'a> Sim<'a> {
             .next(node as usize, pkt.dst as usize)
             .expect("route checked at setup");
         let di = (link * 2 + d as u32) as usize;
+        if let Some(rlc) = self.l2[di].as_mut() {
+            let cap = self.meta[di].cap_tx.map(|k| (k, pkt.clone()));
+            if rlc.enqueue(now, pkt).is_ok() {
+                if let Some((k, p)) = cap {
+                    self.capture(k, now, &p);
+                }
+            }
+            self.sync_l2(di, now);
+            return;
+        }
         match self.dirs[di].enqueue(now, pkt) {
             Enqueued::Started(done) => {
                 self.tx_started(di as u32, now);
                 self.q.schedule(done, Ev::TxDone(di as u32));
             }
             Enqueued::Queued | Enqueued::Dropped(_) => {}
+        }
+    }
+
+    fn sync_l2(&mut self, di: usize, now: SimTime) {
+        let Some(w) = self.l2[di].as_ref().and_then(|r| r.next_wake(now)) else {
+            return;
+        };
+        if self.l2_wake[di].is_none_or(|s| w < s) {
+            self.l2_wake[di] = Some(w);
+            self.q.schedule(w, Ev::L2Wake(di as u32));
         }
     }
 
@@ -465,10 +571,14 @@ impl<'a> Sim<'a> {
         let mut links = Vec::with_capacity(self.dirs.len());
         for (i, d) in self.dirs.iter().enumerate() {
             let m = &self.meta[i];
+            if let Some(r) = &self.l2[i] {
+                links.push(rlc_result(sc, m, i, r));
+                continue;
+            }
             links.push(LinkResult {
                 a: sc.nodes[m.from as usize].name.clone(),
                 b: sc.nodes[m.to as usize].name.clone(),
-                dir: if i % 2 == 0 { "forward" } else { "reverse" }.to_string(),
+                dir: if i.is_multiple_of(2) { "forward" } else { "reverse" }.to_string(),
                 utilization: if measured > 0.0 {
                     d.stats.busy_ns as f64 * 1e-9 / measured
                 } else {
@@ -479,6 +589,7 @@ impl<'a> Sim<'a> {
                 drops_queue: d.stats.drops_queue,
                 drops_loss: d.stats.drops_loss,
                 max_queue_packets: d.stats.max_queue,
+                l2: None,
             });
         }
         let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();

@@ -22,7 +22,8 @@ pub struct SentSeg {
 }
 
 impl SentSeg {
-    pub fn len(&self) -> u64 {
+    /// Sequence space covered (payload, plus 1 for a FIN).
+    pub fn seq_len(&self) -> u64 {
         self.end - self.seq
     }
 }
@@ -102,7 +103,7 @@ impl Scoreboard {
                 }
                 if !s.sacked {
                     s.sacked = true;
-                    newly += s.len();
+                    newly += s.seq_len();
                 }
                 i += 1;
             }
@@ -132,7 +133,7 @@ impl Scoreboard {
         let mut in_run = false;
         for (i, s) in self.segs.iter().enumerate().rev() {
             if s.sacked {
-                sacked_bytes += s.len();
+                sacked_bytes += s.seq_len();
                 if !in_run {
                     runs += 1;
                     in_run = true;
@@ -159,10 +160,10 @@ impl Scoreboard {
                 continue;
             }
             if !l {
-                pipe += s.len();
+                pipe += s.seq_len();
             }
             if s.seq < high_rxt {
-                pipe += s.len();
+                pipe += s.seq_len();
             }
         }
         pipe

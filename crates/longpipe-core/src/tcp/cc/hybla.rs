@@ -301,7 +301,7 @@ mod tests {
         let mut s = st(10, 1 << 20, 250);
         h.init(&mut s);
         h.cong_avoid(&mut s, 1000);
-        assert_eq!(s.cwnd, 1033_000);
+        assert_eq!(s.cwnd, 1_033_000);
         // capped at ssthresh in slow start
         let mut s = st(10, 50, 250);
         h.cong_avoid(&mut s, 1000);

@@ -1,0 +1,507 @@
+//! 3GPP TS 25.322 RLC acknowledged mode over one link direction (a radio bearer).
+//!
+//! Sender: SDUs (IP packets) are segmented and concatenated into PDUs of `pdu_payload`
+//! octets plus a header; every TTI up to `pdus_per_tti` PDUs are sent, NACKed PDUs
+//! before new ones, new ones only inside the transmit window VT(S) − VT(A) < window.
+//! Poll bit on the last PDU in the buffer, on the last retransmitted PDU, every
+//! `poll_pdu` PDUs and on Timer_Poll expiry, held back while Timer_Poll_Prohibit runs.
+//! A PDU is sent at most `max_dat` times; beyond that its SDUs are discarded (MRW), and
+//! TCP sees them as lost.
+//! Receiver: selective repeat; STATUS (cumulative ACK + list of missing PDUs) on a
+//! polled PDU and when a gap is detected, spaced by Timer_Status_Prohibit; SDUs are
+//! delivered in sequence.
+//! Simplifications (documented in docs/notes/rlc.md): STATUS and MRW travel on the
+//! reverse direction after its delay plus one TTI, without loss and without using its
+//! capacity; PDU payload accounting ignores length indicators.
+
+use crate::net::loss::LossState;
+use crate::net::packet::Packet;
+use crate::time::{Rate, SimDuration, SimTime};
+use crate::units::Limit;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+#[derive(Debug, Clone)]
+pub struct RlcConfig {
+    pub pdu_payload: u32,
+    pub header: u32,
+    pub tti: SimDuration,
+    pub window: u64,
+    pub max_dat: u32,
+    /// 0 = off
+    pub poll_pdu: u32,
+    /// Poll when the transmit window is this many percent full and no poll is
+    /// outstanding (TS 25.322 Poll_Window); 0 = off.
+    pub poll_window: u32,
+    pub poll_timer: SimDuration,
+    pub poll_prohibit: SimDuration,
+    pub status_prohibit: SimDuration,
+    /// Fixed processing delay added to every PDU and to every delivered SDU.
+    pub pdu_delay: SimDuration,
+    pub sdu_delay: SimDuration,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RlcStats {
+    pub pdus_sent: u64,
+    pub pdus_retransmitted: u64,
+    pub pdus_lost: u64,
+    pub status_sent: u64,
+    pub polls: u64,
+    pub sdus_in: u64,
+    pub sdus_delivered: u64,
+    pub sdus_discarded: u64,
+    pub sdus_dropped_queue: u64,
+    /// Per delivered SDU: from entering RLC to delivery, ns.
+    pub sdu_delay_ns: Vec<u64>,
+    pub slots_used: u64,
+    pub slots_total: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Pdu {
+    sn: u64,
+    /// SDUs that end in this PDU, and all SDUs with bytes in it.
+    ends: Vec<u64>,
+    touches: (u64, u64),
+    poll: bool,
+}
+
+#[derive(Debug, Clone)]
+struct TxPdu {
+    pdu: Pdu,
+    acked: bool,
+    sent: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Status {
+    ack: u64,
+    /// highest SN received + 1 at the receiver
+    hr: u64,
+    nacks: Vec<u64>,
+}
+
+pub struct RlcLink {
+    cfg: RlcConfig,
+    pdus_per_tti: u32,
+    delay: SimDuration,
+    rev_delay: SimDuration,
+    limit: Limit,
+    loss: LossState,
+    warmup: SimTime,
+    // sender
+    sdu_q: VecDeque<(u64, u32)>,
+    queued_bytes: u64,
+    head_used: u32,
+    next_sdu: u64,
+    packets: BTreeMap<u64, (Packet, SimTime)>,
+    tx: VecDeque<TxPdu>,
+    vt_a: u64,
+    vt_s: u64,
+    retx: BTreeSet<u64>,
+    since_poll: u32,
+    poll_wanted: bool,
+    poll_deadline: Option<SimTime>,
+    poll_sn: u64,
+    last_poll: Option<SimTime>,
+    // channel
+    pdu_flight: VecDeque<(SimTime, Pdu)>,
+    status_flight: VecDeque<(SimTime, Status)>,
+    mrw_flight: VecDeque<(SimTime, Vec<u64>)>,
+    // receiver
+    rx: BTreeMap<u64, Pdu>,
+    vr_r: u64,
+    vr_h: u64,
+    status_wanted: bool,
+    last_status: Option<SimTime>,
+    discarded: BTreeSet<u64>,
+    last_tti: Option<SimTime>,
+    pub stats: RlcStats,
+}
+
+impl RlcLink {
+    pub fn new(
+        cfg: RlcConfig,
+        rate: Rate,
+        delay: SimDuration,
+        rev_delay: SimDuration,
+        limit: Limit,
+        loss: LossState,
+        warmup: SimTime,
+    ) -> Self {
+        let bits = rate.bps() as u128 * cfg.tti.as_nanos() as u128 / 1_000_000_000;
+        let pdus_per_tti = ((bits / (cfg.pdu_payload as u128 * 8)) as u32).max(1);
+        RlcLink {
+            cfg,
+            pdus_per_tti,
+            delay,
+            rev_delay,
+            limit,
+            loss,
+            warmup,
+            sdu_q: VecDeque::new(),
+            queued_bytes: 0,
+            head_used: 0,
+            next_sdu: 0,
+            packets: BTreeMap::new(),
+            tx: VecDeque::new(),
+            vt_a: 0,
+            vt_s: 0,
+            retx: BTreeSet::new(),
+            since_poll: 0,
+            poll_wanted: false,
+            poll_deadline: None,
+            poll_sn: 0,
+            last_poll: None,
+            pdu_flight: VecDeque::new(),
+            status_flight: VecDeque::new(),
+            mrw_flight: VecDeque::new(),
+            rx: BTreeMap::new(),
+            vr_r: 0,
+            vr_h: 0,
+            status_wanted: false,
+            last_status: None,
+            discarded: BTreeSet::new(),
+            last_tti: None,
+            stats: RlcStats::default(),
+        }
+    }
+
+    pub fn pdus_per_tti(&self) -> u32 {
+        self.pdus_per_tti
+    }
+
+    /// An SDU from the IP layer; returns it back if the SDU buffer is full.
+    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> Result<(), Packet> {
+        let fits = match self.limit {
+            Limit::Packets(n) => (self.sdu_q.len() as u64) < n,
+            Limit::Bytes(b) => self.queued_bytes + pkt.size as u64 <= b,
+        };
+        if !fits {
+            if now >= self.warmup {
+                self.stats.sdus_dropped_queue += 1;
+            }
+            return Err(pkt);
+        }
+        if now >= self.warmup {
+            self.stats.sdus_in += 1;
+        }
+        let id = self.next_sdu;
+        self.next_sdu += 1;
+        self.queued_bytes += pkt.size as u64;
+        self.sdu_q.push_back((id, pkt.size));
+        self.packets.insert(id, (pkt, now));
+        Ok(())
+    }
+
+    fn next_tti(&self, now: SimTime) -> SimTime {
+        let t = self.cfg.tti.as_nanos();
+        SimTime(now.0.div_ceil(t) * t)
+    }
+
+    fn has_work(&self) -> bool {
+        !self.retx.is_empty()
+            || (!self.sdu_q.is_empty() && self.vt_s - self.vt_a < self.cfg.window)
+            || (self.poll_wanted && self.vt_s > self.vt_a)
+    }
+
+    /// The next time `on_wake` must run.
+    pub fn next_wake(&self, now: SimTime) -> Option<SimTime> {
+        let mut t: Option<SimTime> = None;
+        let mut m = |x: SimTime| t = Some(t.map_or(x, |y: SimTime| y.min(x)));
+        if self.has_work() {
+            let b = self.next_tti(now);
+            m(if self.last_tti == Some(b) {
+                b + self.cfg.tti
+            } else {
+                b
+            });
+        }
+        if let Some(&(a, _)) = self.pdu_flight.front() {
+            m(a);
+        }
+        if let Some(&(a, _)) = self.status_flight.front() {
+            m(a);
+        }
+        if let Some(&(a, _)) = self.mrw_flight.front() {
+            m(a);
+        }
+        if let Some(d) = self.poll_deadline {
+            m(d);
+        }
+        if self.status_wanted {
+            if let Some(l) = self.last_status {
+                m((l + self.cfg.status_prohibit).max(now));
+            }
+        }
+        t
+    }
+
+    /// Runs everything due at `now`; SDUs delivered to the far end go to `out` with
+    /// their delivery times (>= now).
+    pub fn on_wake(&mut self, now: SimTime, out: &mut Vec<(SimTime, Packet)>) {
+        while self.pdu_flight.front().is_some_and(|(a, _)| *a <= now) {
+            let (_, pdu) = self.pdu_flight.pop_front().unwrap();
+            self.receive(now, pdu, out);
+        }
+        while self.mrw_flight.front().is_some_and(|(a, _)| *a <= now) {
+            let (_, sns) = self.mrw_flight.pop_front().unwrap();
+            self.discarded.extend(sns);
+            self.advance_receiver(now, out);
+        }
+        while self.status_flight.front().is_some_and(|(a, _)| *a <= now) {
+            let (_, st) = self.status_flight.pop_front().unwrap();
+            self.on_status(st);
+        }
+        if self.poll_deadline.is_some_and(|d| d <= now) {
+            self.poll_deadline = None;
+            self.poll_wanted = true; // Timer_Poll expiry
+        }
+        if self.status_wanted
+            && self
+                .last_status
+                .is_none_or(|l| l + self.cfg.status_prohibit <= now)
+        {
+            self.send_status(now);
+        }
+        if now.0.is_multiple_of(self.cfg.tti.as_nanos()) && self.last_tti != Some(now) && self.has_work() {
+            self.last_tti = Some(now);
+            self.tti(now);
+        }
+    }
+
+    fn tti(&mut self, now: SimTime) {
+        let counting = now >= self.warmup;
+        if counting {
+            self.stats.slots_total += self.pdus_per_tti as u64;
+        }
+        let mut slots = self.pdus_per_tti;
+        while slots > 0 {
+            let (pdu, retransmission) = if let Some(sn) = self.retx.pop_first() {
+                let i = (sn - self.vt_a) as usize;
+                let Some(t) = self.tx.get_mut(i) else {
+                    continue;
+                };
+                if t.acked {
+                    continue;
+                }
+                if t.sent >= self.cfg.max_dat {
+                    self.discard(now, sn);
+                    continue;
+                }
+                t.sent += 1;
+                let mut p = t.pdu.clone();
+                p.poll = false;
+                if self.retx.is_empty() {
+                    self.poll_wanted = true; // last retransmitted PDU
+                }
+                (p, true)
+            } else if !self.sdu_q.is_empty() && self.vt_s - self.vt_a < self.cfg.window {
+                let p = self.build_pdu();
+                self.tx.push_back(TxPdu {
+                    pdu: p.clone(),
+                    acked: false,
+                    sent: 1,
+                });
+                self.since_poll += 1;
+                let in_window = (self.vt_s - self.vt_a) * 100;
+                if self.sdu_q.is_empty()
+                    || (self.cfg.poll_pdu > 0 && self.since_poll >= self.cfg.poll_pdu)
+                    || (self.cfg.poll_window > 0
+                        && self.poll_deadline.is_none()
+                        && in_window >= self.cfg.window * self.cfg.poll_window as u64)
+                {
+                    // last PDU in the buffer / every Poll_PDU / Poll_Window
+                    self.poll_wanted = true;
+                }
+                (p, false)
+            } else if self.poll_wanted && self.vt_s > self.vt_a {
+                // Timer_Poll expired with nothing to send: repeat the newest PDU.
+                let t = self.tx.back_mut().expect("unacked PDU");
+                t.sent += 1;
+                (t.pdu.clone(), true)
+            } else {
+                break;
+            };
+            let mut pdu = pdu;
+            if self.poll_wanted
+                && self
+                    .last_poll
+                    .is_none_or(|l| l + self.cfg.poll_prohibit <= now)
+            {
+                pdu.poll = true;
+                self.poll_wanted = false;
+                self.since_poll = 0;
+                self.last_poll = Some(now);
+                self.poll_sn = self.vt_s;
+                self.poll_deadline = Some(now + self.cfg.poll_timer);
+                if counting {
+                    self.stats.polls += 1;
+                }
+            }
+            if counting {
+                self.stats.pdus_sent += 1;
+                self.stats.slots_used += 1;
+                if retransmission {
+                    self.stats.pdus_retransmitted += 1;
+                }
+            }
+            if self.loss.lose(self.cfg.pdu_payload + self.cfg.header) {
+                if counting {
+                    self.stats.pdus_lost += 1;
+                }
+            } else {
+                let arrive = now + self.cfg.tti + self.delay + self.cfg.pdu_delay;
+                self.pdu_flight.push_back((arrive, pdu));
+            }
+            slots -= 1;
+        }
+    }
+
+    fn build_pdu(&mut self) -> Pdu {
+        let sn = self.vt_s;
+        self.vt_s += 1;
+        let mut room = self.cfg.pdu_payload;
+        let mut ends = Vec::new();
+        let first = self.sdu_q.front().map(|s| s.0).unwrap_or(0);
+        let mut last = first;
+        while room > 0 {
+            let Some(&(id, size)) = self.sdu_q.front() else {
+                break;
+            };
+            last = id;
+            let left = size - self.head_used;
+            if left <= room {
+                room -= left;
+                ends.push(id);
+                self.sdu_q.pop_front();
+                self.queued_bytes -= size as u64;
+                self.head_used = 0;
+            } else {
+                self.head_used += room;
+                room = 0;
+            }
+        }
+        Pdu {
+            sn,
+            ends,
+            touches: (first, last),
+            poll: false,
+        }
+    }
+
+    /// MaxDAT reached: discard every SDU with bytes in this PDU and every PDU of them.
+    fn discard(&mut self, now: SimTime, sn: u64) {
+        let (lo, hi) = self.tx[(sn - self.vt_a) as usize].pdu.touches;
+        let mut sns = Vec::new();
+        for t in self.tx.iter_mut() {
+            let (a, b) = t.pdu.touches;
+            if a <= hi && b >= lo && !t.acked {
+                t.acked = true;
+                sns.push(t.pdu.sn);
+            }
+        }
+        for id in lo..=hi {
+            if self.packets.remove(&id).is_some() && now >= self.warmup {
+                self.stats.sdus_discarded += 1;
+            }
+        }
+        self.retx.retain(|s| !sns.contains(s));
+        self.mrw_flight
+            .push_back((now + self.cfg.tti + self.delay, sns));
+        self.advance_window();
+    }
+
+    fn advance_window(&mut self) {
+        while self.tx.front().is_some_and(|t| t.acked) {
+            self.tx.pop_front();
+            self.vt_a += 1;
+        }
+    }
+
+    fn on_status(&mut self, st: Status) {
+        let nacks: BTreeSet<u64> = st.nacks.iter().copied().collect();
+        for t in self.tx.iter_mut() {
+            let sn = t.pdu.sn;
+            if sn >= st.hr {
+                break;
+            }
+            if sn < st.ack || !nacks.contains(&sn) {
+                t.acked = true;
+            } else if !t.acked {
+                self.retx.insert(sn);
+            }
+        }
+        if st.hr >= self.poll_sn {
+            self.poll_deadline = None; // the poll was answered
+        }
+        self.retx.retain(|&s| s >= self.vt_a);
+        self.advance_window();
+        if self.vt_a == self.vt_s {
+            self.poll_wanted = false; // everything acknowledged
+        }
+    }
+
+    fn receive(&mut self, now: SimTime, pdu: Pdu, out: &mut Vec<(SimTime, Packet)>) {
+        let sn = pdu.sn;
+        let poll = pdu.poll;
+        if sn >= self.vr_r && !self.rx.contains_key(&sn) {
+            if sn > self.vr_h {
+                self.status_wanted = true; // missing PDU detected
+            }
+            self.vr_h = self.vr_h.max(sn + 1);
+            self.rx.insert(sn, pdu);
+            self.advance_receiver(now, out);
+        }
+        if poll {
+            self.status_wanted = true;
+        }
+        if self.status_wanted
+            && self
+                .last_status
+                .is_none_or(|l| l + self.cfg.status_prohibit <= now)
+        {
+            self.send_status(now);
+        }
+    }
+
+    fn advance_receiver(&mut self, now: SimTime, out: &mut Vec<(SimTime, Packet)>) {
+        loop {
+            if let Some(p) = self.rx.remove(&self.vr_r) {
+                for id in p.ends {
+                    if let Some((pkt, t_in)) = self.packets.remove(&id) {
+                        if now >= self.warmup {
+                            self.stats.sdus_delivered += 1;
+                            self.stats
+                                .sdu_delay_ns
+                                .push((now - t_in).as_nanos() + self.cfg.sdu_delay.as_nanos());
+                        }
+                        out.push((now + self.cfg.sdu_delay, pkt));
+                    }
+                }
+            } else if !self.discarded.remove(&self.vr_r) {
+                break;
+            }
+            self.vr_r += 1;
+        }
+        self.vr_h = self.vr_h.max(self.vr_r);
+    }
+
+    fn send_status(&mut self, now: SimTime) {
+        self.status_wanted = false;
+        self.last_status = Some(now);
+        if now >= self.warmup {
+            self.stats.status_sent += 1;
+        }
+        let nacks = (self.vr_r..self.vr_h)
+            .filter(|s| !self.rx.contains_key(s) && !self.discarded.contains(s))
+            .collect();
+        let st = Status {
+            ack: self.vr_r,
+            hr: self.vr_h,
+            nacks,
+        };
+        self.status_flight
+            .push_back((now + self.rev_delay + self.cfg.tti, st));
+    }
+}
