@@ -161,6 +161,11 @@ class Result:
             {"t": t["seg_t_ns"] * 1e-9, "seq": t["seg_seq"], "len": t["seg_len"], "retx": t["seg_retx"]}
         )
 
+    def sacks(self, flow: int = 0) -> pd.DataFrame:
+        """SACK blocks the sender received: t, left, right (relative sequence numbers)."""
+        t = self._trace(flow)
+        return pd.DataFrame({"t": t["sack_t_ns"] * 1e-9, "left": t["sack_left"], "right": t["sack_right"]})
+
     def write_pcaps(self, out_dir: str | os.PathLike = ".") -> list[Path]:
         paths = []
         for spec, data in self.pcaps.items():

@@ -108,7 +108,12 @@ fn rlc_result(sc: &ValidScenario, m: &DirMeta, i: usize, r: &RlcLink) -> LinkRes
     LinkResult {
         a: sc.nodes[m.from as usize].name.clone(),
         b: sc.nodes[m.to as usize].name.clone(),
-        dir: if i.is_multiple_of(2) { "forward" } else { "reverse" }.to_string(),
+        dir: if i.is_multiple_of(2) {
+            "forward"
+        } else {
+            "reverse"
+        }
+        .to_string(),
         utilization: if slots > 0.0 {
             st.slots_used as f64 / slots
         } else {
@@ -578,7 +583,12 @@ impl<'a> Sim<'a> {
             links.push(LinkResult {
                 a: sc.nodes[m.from as usize].name.clone(),
                 b: sc.nodes[m.to as usize].name.clone(),
-                dir: if i.is_multiple_of(2) { "forward" } else { "reverse" }.to_string(),
+                dir: if i.is_multiple_of(2) {
+                    "forward"
+                } else {
+                    "reverse"
+                }
+                .to_string(),
                 utilization: if measured > 0.0 {
                     d.stats.busy_ns as f64 * 1e-9 / measured
                 } else {

@@ -67,6 +67,9 @@ fn run(
         d.set_item("seg_seq", t.seg_seq.into_pyarray_bound(py))?;
         d.set_item("seg_len", t.seg_len.into_pyarray_bound(py))?;
         d.set_item("seg_retx", t.seg_retx.into_pyarray_bound(py))?;
+        d.set_item("sack_t_ns", t.sack_t_ns.into_pyarray_bound(py))?;
+        d.set_item("sack_left", t.sack_left.into_pyarray_bound(py))?;
+        d.set_item("sack_right", t.sack_right.into_pyarray_bound(py))?;
         traces.set_item(id, d)?;
     }
     let pcaps = out

@@ -2,4 +2,5 @@
 
 REGISTRY = {
     "hybla": "longpipe.experiments.hybla",
+    "wcdma": "longpipe.experiments.wcdma",
 }

@@ -264,7 +264,10 @@ impl RlcLink {
         {
             self.send_status(now);
         }
-        if now.0.is_multiple_of(self.cfg.tti.as_nanos()) && self.last_tti != Some(now) && self.has_work() {
+        if now.0.is_multiple_of(self.cfg.tti.as_nanos())
+            && self.last_tti != Some(now)
+            && self.has_work()
+        {
             self.last_tti = Some(now);
             self.tti(now);
         }

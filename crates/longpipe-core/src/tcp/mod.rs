@@ -28,4 +28,8 @@ pub struct FlowTrace {
     pub seg_seq: Vec<u64>,
     pub seg_len: Vec<u32>,
     pub seg_retx: Vec<bool>,
+    /// SACK blocks received: time, left and right edge (relative sequence numbers).
+    pub sack_t_ns: Vec<u64>,
+    pub sack_left: Vec<u64>,
+    pub sack_right: Vec<u64>,
 }

@@ -367,7 +367,16 @@ impl Sender {
         self.peer_wnd = seg.wnd;
         let mss = self.st.mss;
         let newly_sacked = match (&seg.sack, self.sack_ok) {
-            (Some(b), true) => self.board.mark_sacked(b),
+            (Some(b), true) => {
+                if let Some(tr) = &mut self.trace {
+                    for &(l, r) in &b.blocks[..b.n as usize] {
+                        tr.sack_t_ns.push(self.st.now.0);
+                        tr.sack_left.push(l);
+                        tr.sack_right.push(r);
+                    }
+                }
+                self.board.mark_sacked(b)
+            }
             _ => 0,
         };
         if ack > self.snd_una {

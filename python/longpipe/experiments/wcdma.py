@@ -1,0 +1,262 @@
+"""Reproduction of seed 000 (Ishikawa, Inamura, Takahashi: "A TCP profile for W-CDMA"):
+figs. 6-12 on examples/wcdma.toml (its comments document every choice the paper
+leaves open).
+
+- fig. 6: throughput of a 1 MB transfer vs radio PDU loss rate for TCP buffers 8-128 KB,
+  with the RLC-only payload limit;
+- fig. 7: transfer time vs size, IW = 1 (RFC 1122) vs RFC 2414;
+- fig. 8: bytes delivered vs time for MTU 256, 512, 1000, 1500;
+- figs. 9-12: time-sequence graphs of a 1 MB transfer through a limited buffer, without
+  and with SACK.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .. import api
+from .._io import atomic_write_text, save_figure
+from ..report import table
+from .common import mean_ci95, run_parallel
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "wcdma.toml"
+KIB = 1024
+BUFFERS_KB = (8, 16, 32, 64, 128)
+
+
+def base() -> dict:
+    sc, _ = api.load_scenario(EXAMPLE)
+    return sc
+
+
+def configure(*, p=0.0, rwnd_kb=64, iw=1, mtu=1500, size="1MB", sack=False, buffer_pkts=1000, duration="300s"):
+    sc = base()
+    radio = sc["link"][2]
+    radio["loss"] = {"kind": "bernoulli", "p": p}
+    radio["queue"] = {"limit": f"{buffer_pkts}pkt"}
+    f = sc["flow"][0]
+    f.update({"rwnd": f"{rwnd_kb}KiB", "iw": iw, "mtu": mtu, "sack": sack,
+              "app": {"kind": "bulk", **({"bytes": size} if size else {})}})
+    sc["duration"] = duration
+    return sc
+
+
+def _run(args):
+    kw, seed, ts = args
+    r = api.run(configure(**kw), seed=seed, timeseries=ts)
+    return r
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# ----------------------------------------------------------------------------- fig. 6
+def fig6(out: Path, quick: bool, jobs):
+    ps = [0.0, 0.1, 0.2] if quick else [0.0, 0.02, 0.05, 0.08, 0.1, 0.15, 0.2]
+    seeds = [1, 2] if quick else [1, 2, 3, 4, 5]
+    items = [({"p": p, "rwnd_kb": b}, s, False) for p in ps for b in BUFFERS_KB for s in seeds]
+    res = run_parallel(_run, items, jobs)
+    thr = {}
+    for (kw, s, _), r in zip(items, res):
+        f = r.data["flows"][0]
+        thr.setdefault((kw["p"], kw["rwnd_kb"]), []).append(f["goodput_bps"])
+    rows, out_rows = [], []
+    for p in ps:
+        limit = 384_000 * (1 - p) * 1460 / 1500
+        row = {"p": p, "limit_bps": limit}
+        for b in BUFFERS_KB:
+            m, ci = mean_ci95(thr[(p, b)])
+            row[f"{b}KB"] = m
+            row[f"{b}KB_ci95"] = ci
+        rows.append(row)
+        out_rows.append([f"{p:.2f}"] + [f"{row[f'{b}KB'] / 1e3:.1f}" for b in BUFFERS_KB] + [f"{limit / 1e3:.1f}"])
+    text = table(["PDU loss"] + [f"{b} KB" for b in BUFFERS_KB] + ["limit"], out_rows)
+    r64_16 = [r["64KB"] / r["16KB"] for r in rows]
+    r128_64 = [r["128KB"] / r["64KB"] for r in rows]
+    checks = [
+        f"64 KB / 16 KB throughput: {', '.join(f'{x:.2f}' for x in r64_16)} over PDU loss {', '.join(f'{p:g}' for p in ps)} "
+        f"(paper: about 2); max {max(r64_16):.2f} -> {'AGREES' if 1.7 <= max(r64_16) <= 2.3 else 'DIFFERS'}",
+        f"128 KB / 64 KB: {', '.join(f'{x:.2f}' for x in r128_64)} (paper: about equal) -> "
+        f"{'AGREES' if all(abs(x - 1) < 0.1 for x in r128_64) else 'DIFFERS'}",
+    ]
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for b in BUFFERS_KB:
+        ax.errorbar(ps, [r[f"{b}KB"] / 1e3 for r in rows], yerr=[r[f"{b}KB_ci95"] / 1e3 for r in rows], marker="o",
+                    capsize=3, label=f"TCP buffer {b} KB")
+    ax.plot(ps, [r["limit_bps"] / 1e3 for r in rows], "k--", label="RLC payload limit × MSS/MTU")
+    ax.set_xlabel("radio PDU loss rate")
+    ax.set_ylabel("throughput of a 1 MB transfer (kbit/s)")
+    ax.set_title("TCP buffer size (cf. paper fig. 6)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = save_figure(fig, out / "fig6_buffer.png", dpi=110)
+    plt.close(fig)
+    return rows, text, checks, [path]
+
+
+# ----------------------------------------------------------------------------- fig. 7
+def fig7(out: Path, quick: bool, jobs):
+    sizes = [10, 50, 100, 500] if quick else [10, 20, 50, 100, 200, 500, 1000]
+    iws = {"IW = 1 (RFC 1122)": 1, "RFC 2414": "rfc2414"}
+    items = [({"size": f"{k}KB", "iw": iw}, 1, False) for k in sizes for iw in iws.values()]
+    res = run_parallel(_run, items, jobs)
+    t = {(kw["size"], str(kw["iw"])): r.data["flows"][0]["completion_time_s"] for (kw, _, _), r in zip(items, res)}
+    rows, out_rows = [], []
+    for k in sizes:
+        a, b = t[(f"{k}KB", "1")], t[(f"{k}KB", "rfc2414")]
+        rows.append({"size_kb": k, "iw1_s": a, "rfc2414_s": b, "saving_s": a - b})
+        out_rows.append([k, f"{a:.2f}", f"{b:.2f}", f"{a - b:.2f}"])
+    text = table(["size KB", "IW=1 s", "RFC 2414 s", "saving s"], out_rows)
+    sav = [r["saving_s"] for r in rows]
+    r100 = next((r for r in rows if r["size_kb"] == 100), None)
+    checks = [f"saving from RFC 2414: {min(sav):.2f} … {max(sav):.2f} s across sizes (paper: about 1 s, roughly constant)",
+              f"100 KB: {r100['iw1_s']:.2f} s with IW=1 vs {r100['rfc2414_s']:.2f} s with RFC 2414 (paper: 5 s vs 4 s)"]
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for label, iw in iws.items():
+        ax.plot(sizes, [t[(f"{k}KB", str(iw))] for k in sizes], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("transfer size (KB)")
+    ax.set_ylabel("transfer time (s, from SYN)")
+    ax.set_title("Initial window (cf. paper fig. 7)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    fig.tight_layout()
+    path = save_figure(fig, out / "fig7_initial_window.png", dpi=110)
+    plt.close(fig)
+    return rows, text, checks, [path]
+
+
+# ----------------------------------------------------------------------------- fig. 8
+def fig8(out: Path, quick: bool, jobs):
+    mtus = (256, 512, 1000, 1500)
+    items = [({"mtu": m, "size": None, "duration": "20s"}, 1, True) for m in mtus]
+    res = run_parallel(_run, items, jobs)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    rows, out_rows = [], []
+    for m, r in zip(mtus, res):
+        ts = r.timeseries(0)
+        rwnd = 64 * KIB
+        # slow start ends when the window (cwnd) first reaches the receiver window
+        reach = ts.t[ts.cwnd >= rwnd - (m - 40)]
+        t_ss = float(reach.iloc[0]) if len(reach) else None
+        at10 = float(np.interp(10.0, ts.t, ts.snd_una)) / 1e3
+        rows.append({"mtu": m, "slow_start_end_s": t_ss, "kbytes_at_10s": at10})
+        out_rows.append([m, "-" if t_ss is None else f"{t_ss:.2f}", f"{at10:.0f}"])
+        ax.plot(ts.t, ts.snd_una / 1e3, label=f"MTU {m}")
+    text = table(["MTU", "slow start ends s", "KB acked at 10 s"], out_rows)
+    ss = {r["mtu"]: r["slow_start_end_s"] for r in rows}
+    checks = [
+        f"MTU 1500: slow start ends at {ss[1500]:.2f} s (paper: by about 6 s) -> "
+        f"{'AGREES' if ss[1500] is not None and ss[1500] <= 7 else 'DIFFERS'}",
+        f"MTU 256: slow start {'ends at %.2f s' % ss[256] if ss[256] else 'has not ended by 20 s'} (paper: still in slow "
+        f"start at 10 s) -> {'AGREES' if ss[256] is None or ss[256] > 10 else 'DIFFERS'}",
+        "larger MTU always ahead: " + ("yes" if all(a["kbytes_at_10s"] <= b["kbytes_at_10s"] for a, b in zip(rows, rows[1:]))
+                                       else "no"),
+    ]
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("data acknowledged (KB)")
+    ax.set_title("MTU (cf. paper fig. 8)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = save_figure(fig, out / "fig8_mtu.png", dpi=110)
+    plt.close(fig)
+    return rows, text, checks, [path]
+
+
+# ------------------------------------------------------------------------- figs. 9-12
+def time_sequence(ax, r, title, zoom=None):
+    """tcptrace-style: segments as vertical bars (retransmissions in red), the ACK line,
+    the receive-window line, and SACK blocks."""
+    segs, ts = r.segments(0), r.timeseries(0)
+    new = segs[~segs.retx]
+    rtx = segs[segs.retx]
+    ax.vlines(new.t, new.seq / 1e3, (new.seq + new.len) / 1e3, color="k", lw=0.8, label="segment")
+    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, label="retransmission")
+    ax.step(ts.t, ts.snd_una / 1e3, where="post", color="g", lw=0.9, label="ACK")
+    rwnd = r.data["flows"][0]["mss"] and 64 * KIB
+    ax.step(ts.t, (ts.snd_una + rwnd) / 1e3, where="post", color="y", lw=0.9, label="receive window")
+    sk = r.sacks(0)
+    if len(sk):
+        ax.vlines(sk.t, sk.left / 1e3, sk.right / 1e3, color="m", lw=1.5, label="SACK block")
+    if zoom:
+        ax.set_xlim(*zoom)
+        sel = segs[(segs.t >= zoom[0]) & (segs.t <= zoom[1])]
+        if len(sel):
+            ax.set_ylim(sel.seq.min() / 1e3 - 5, (sel.seq + sel.len).max() / 1e3 + 5)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("sequence number (KB)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
+    items = [({"sack": s, "buffer_pkts": buffer_pkts, "p": 0.0}, 1, True) for s in (False, True)]
+    plain, sack = run_parallel(_run, items, jobs)
+    fp, fs = plain.data["flows"][0], sack.data["flows"][0]
+    first_loss = None
+    rx = plain.segments(0)
+    if rx.retx.any():
+        first_loss = float(rx.t[rx.retx].iloc[0])
+    rows = [{"sack": False, **{k: fp[k] for k in ("completion_time_s", "timeouts", "fast_recoveries", "retransmitted_segments")}},
+            {"sack": True, **{k: fs[k] for k in ("completion_time_s", "timeouts", "fast_recoveries", "retransmitted_segments")}}]
+    text = table(["SACK", "1 MB done s", "RTOs", "fast recoveries", "retransmissions"],
+                 [[str(r["sack"]).lower(), f"{r['completion_time_s']:.2f}", r["timeouts"], r["fast_recoveries"],
+                   r["retransmitted_segments"]] for r in rows])
+    gain = fp["completion_time_s"] - fs["completion_time_s"]
+    checks = [
+        f"buffer {buffer_pkts} packets: first loss repaired at {first_loss:.1f} s (paper: multiple losses near 10 s)"
+        if first_loss else "no loss occurred: buffer too large for this check",
+        f"without SACK: {fp['timeouts']} RTO(s); with SACK: {fs['timeouts']} (paper: SACK avoids the timeout) -> "
+        f"{'AGREES' if fp['timeouts'] > 0 and fs['timeouts'] == 0 else 'DIFFERS'}",
+        f"SACK finishes {gain:.1f} s sooner (paper: about 10 s sooner)",
+    ]
+    paths = []
+    plt = _plt()
+    zoom = (first_loss - 3, first_loss + 12) if first_loss else None
+    for n, (r, name, z) in enumerate([(plain, "without SACK", None), (sack, "with SACK", None),
+                                       (plain, "without SACK, zoom", zoom), (sack, "with SACK, zoom", zoom)]):
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})", z)
+        fig.tight_layout()
+        paths.append(save_figure(fig, out / f"fig{9 + n}_tsg_{'sack' if r is sack else 'nosack'}{'_zoom' if z else ''}.png",
+                                 dpi=110))
+        plt.close(fig)
+    return rows, text, checks, paths
+
+
+def main(quick: bool = False, out: str | Path = "out/reproduce/wcdma", jobs: int | None = None) -> int:
+    out = Path(out)
+    print(f"W-CDMA TCP profile (seed 000) on {EXAMPLE.name}{' (quick)' if quick else ''}")
+    report = ["# W-CDMA TCP profile (seed 000)", ""]
+    results = {}
+    all_paths = []
+    for name, fn in (("fig6", fig6), ("fig7", fig7), ("fig8", fig8), ("figs9-12", figs9_12)):
+        rows, text, checks, paths = fn(out, quick, jobs)
+        results[name] = rows
+        all_paths += paths
+        print(f"\n== {name}")
+        print(text)
+        for c in checks:
+            print(" - " + c)
+        report += [f"## {name}", "", "```", text, "```", ""] + [f"- {c}" for c in checks] + [""]
+    atomic_write_text(out / "results.json", json.dumps(results, indent=2, default=str) + "\n")
+    atomic_write_text(out / "report.md", "\n".join(report))
+    for p in all_paths:
+        print(f"wrote {p}")
+    return 0
