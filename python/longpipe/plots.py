@@ -50,3 +50,29 @@ def compare_figure(runs: dict, path, title: str, bin_s: float):
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)
+
+
+def time_sequence(ax, r, title, zoom=None, rwnd=None, flow=0):
+    """tcptrace-style: segments as vertical bars (retransmissions in red), the ACK line,
+    the receive-window line, and SACK blocks."""
+    segs, ts = r.segments(flow), r.timeseries(flow)
+    new = segs[~segs.retx]
+    rtx = segs[segs.retx]
+    ax.vlines(new.t, new.seq / 1e3, (new.seq + new.len) / 1e3, color="k", lw=0.8, label="segment")
+    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, label="retransmission")
+    ax.step(ts.t, ts.snd_una / 1e3, where="post", color="g", lw=0.9, label="ACK")
+    if rwnd:
+        ax.step(ts.t, (ts.snd_una + rwnd) / 1e3, where="post", color="y", lw=0.9, label="receive window")
+    sk = r.sacks(flow)
+    if len(sk):
+        ax.vlines(sk.t, sk.left / 1e3, sk.right / 1e3, color="m", lw=1.5, label="SACK block")
+    if zoom:
+        ax.set_xlim(*zoom)
+        sel = segs[(segs.t >= zoom[0]) & (segs.t <= zoom[1])]
+        if len(sel):
+            ax.set_ylim(sel.seq.min() / 1e3 - 5, (sel.seq + sel.len).max() / 1e3 + 5)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("sequence number (KB)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")

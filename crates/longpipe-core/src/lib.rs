@@ -5,6 +5,7 @@
 
 pub mod engine;
 pub mod l2;
+pub mod middlebox;
 pub mod net;
 pub mod results;
 pub mod rng;

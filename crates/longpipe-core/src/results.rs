@@ -83,7 +83,27 @@ pub struct SimResult {
     pub links: Vec<LinkResult>,
     /// Jain's index over flow goodputs; null if no flow delivered anything.
     pub fairness_jain: Option<f64>,
+    /// TCP gateway counters (only when the scenario has `tcp-gateway` nodes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gateways: Vec<GatewayResult>,
     pub sim: SimStats,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GatewayResult {
+    pub node: String,
+    pub spoofed_acks: u64,
+    pub go_back_n: u64,
+    /// Of which started by the satellite-side retransmission timer.
+    pub go_back_n_timeout: u64,
+    pub segments_resent: u64,
+    /// Segments sent beyond the client's advertised window.
+    pub client_overruns: u64,
+    pub max_buffer_bytes: u64,
+    pub dropped_buffer_full: u64,
+    pub failed: bool,
+    /// Bytes the server considered acknowledged that were lost with the gateway.
+    pub lost_on_failure_bytes: u64,
 }
 
 impl SimResult {

@@ -55,6 +55,8 @@ pub enum NodeKind {
     #[default]
     Host,
     Router,
+    /// A satellite TCP gateway (ACK-spoofing PEP); options in `gateway`.
+    TcpGateway,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -63,6 +65,48 @@ pub struct NodeSpec {
     pub name: String,
     #[serde(default)]
     pub kind: NodeKind,
+    /// Options of a `tcp-gateway` node.
+    #[serde(default)]
+    pub gateway: Option<GatewaySpec>,
+}
+
+/// Options of a `tcp-gateway` node (seed 003's one-sided gateway).
+#[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GatewaySpec {
+    /// "spoof" (ACK spoofing, default). ("split" is planned.)
+    #[serde(default)]
+    pub mode: Option<GatewayMode>,
+    /// Buffer per connection (default 1MB).
+    #[serde(default)]
+    pub buffer: Option<Bytes>,
+    /// Satellite-side window (default: the largest bandwidth-delay product of the
+    /// gateway's links, rate x round-trip propagation delay).
+    #[serde(default)]
+    pub window: Option<Bytes>,
+    /// Pace transmissions toward the client at this rate (default: no pacing).
+    #[serde(default)]
+    pub pace: Option<RateQ>,
+    /// Duplicate ACKs that trigger go-back-N (default 3).
+    #[serde(default)]
+    pub dupthresh: Option<u32>,
+    /// Minimum satellite-side RTO (default 1s).
+    #[serde(default)]
+    pub min_rto: Option<Duration>,
+    /// The gateway fails (drops all state and traffic) at this time: fate-sharing tests.
+    #[serde(default)]
+    pub fail_at: Option<Duration>,
+    /// After a go-back-N, ignore duplicate ACKs until everything then outstanding is
+    /// acknowledged (default true; false = only the paper's echo suppression).
+    #[serde(default)]
+    pub recover_guard: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum GatewayMode {
+    Spoof,
+    Split,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
@@ -373,6 +417,7 @@ pub struct FlowSpec {
 pub struct NodeInfo {
     pub name: String,
     pub kind: NodeKind,
+    pub gateway: Option<crate::middlebox::gateway::GatewayConfig>,
 }
 
 #[derive(Debug, Clone)]
@@ -650,10 +695,17 @@ impl Scenario {
                     format!("duplicate node name {:?}", n.name),
                 );
             }
+            if n.gateway.is_some() && n.kind != NodeKind::TcpGateway {
+                return err(
+                    format!("node[{i}].gateway"),
+                    "only applies to kind = \"tcp-gateway\"",
+                );
+            }
             index.insert(n.name.clone(), nodes.len());
             nodes.push(NodeInfo {
                 name: n.name.clone(),
                 kind: n.kind,
+                gateway: None,
             });
         }
         if self.link.is_empty() {
@@ -679,6 +731,7 @@ impl Scenario {
                     nodes.push(NodeInfo {
                         name: name.clone(),
                         kind: NodeKind::Host,
+                        gateway: None,
                     });
                     nodes.len() - 1
                 });
@@ -708,7 +761,47 @@ impl Scenario {
                 dirs: [fwd, rev],
             });
         }
-        // Nodes with more than one link forward packets; they are routers unless declared.
+        for (i, n) in self.node.iter().enumerate() {
+            if n.kind != NodeKind::TcpGateway {
+                continue;
+            }
+            let p = format!("node[{i}].gateway");
+            let g = n.gateway.clone().unwrap_or_default();
+            if g.mode == Some(GatewayMode::Split) {
+                return err(
+                    format!("{p}.mode"),
+                    "\"split\" is not implemented yet; use \"spoof\"",
+                );
+            }
+            let idx = index[&n.name];
+            let bdp = links
+                .iter()
+                .filter(|l| l.a == idx || l.b == idx)
+                .map(|l| {
+                    let d = if l.a == idx { &l.dirs[0] } else { &l.dirs[1] };
+                    let rtt = (l.dirs[0].delay + l.dirs[1].delay).as_nanos() as u128;
+                    (d.rate.bps() as u128 * rtt / 8 / 1_000_000_000) as u64
+                })
+                .max()
+                .unwrap_or(0);
+            let cfg = crate::middlebox::gateway::GatewayConfig {
+                buffer: g.buffer.map(|b| b.0).unwrap_or(1_000_000),
+                window: g.window.map(|b| b.0).unwrap_or(bdp.max(65_535)),
+                pace: g.pace.map(|r| r.0),
+                dupthresh: g.dupthresh.unwrap_or(3),
+                min_rto: g.min_rto.map(|d| d.0).unwrap_or(SimDuration::from_secs(1)),
+                initial_rto: SimDuration::from_secs(1),
+                fail_at: g.fail_at.map(|d| SimTime(d.0 .0)),
+                recover_guard: g.recover_guard.unwrap_or(true),
+            };
+            if cfg.buffer == 0 {
+                return err(format!("{p}.buffer"), "must be positive");
+            }
+            if cfg.dupthresh == 0 {
+                return err(format!("{p}.dupthresh"), "must be at least 1");
+            }
+            nodes[idx].gateway = Some(cfg);
+        }
         let mut flows = Vec::new();
         for (i, f) in self.flow.iter().enumerate() {
             let p = format!("flow[{i}]");

@@ -3,11 +3,12 @@
 
 use crate::engine::EventQueue;
 use crate::l2::rlc::RlcLink;
+use crate::middlebox::gateway::Gateway;
 use crate::net::link::{Enqueued, LinkDir};
 use crate::net::loss::LossState;
 use crate::net::packet::{Packet, Segment, ACK, SYN, TCPIP_HEADER};
 use crate::net::routing::Routes;
-use crate::results::{FlowResult, L2Result, LinkResult, SimResult, SimStats};
+use crate::results::{FlowResult, GatewayResult, L2Result, LinkResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
 use crate::scenario::{PartialAckTimer, ScenarioError, TcpKind, ValidScenario};
 use crate::tcp::cc::hybla::Hybla;
@@ -49,6 +50,7 @@ pub struct RunOutput {
 enum Ev {
     FlowStart(u32),
     L2Wake(u32),
+    GwTimer(u32),
     TxDone(u32),
     Arrive { dir: u32, pkt: Packet },
     Timer { flow: u32, rx: bool },
@@ -89,6 +91,9 @@ pub struct Sim<'a> {
     l2: Vec<Option<RlcLink>>,
     l2_wake: Vec<Option<SimTime>>,
     l2_out: Vec<(SimTime, Packet)>,
+    /// TCP gateways by node, and the time of each one's pending timer event.
+    gw: Vec<Option<Gateway>>,
+    gw_timer: Vec<Option<SimTime>>,
 }
 
 fn rlc_result(sc: &ValidScenario, m: &DirMeta, i: usize, r: &RlcLink) -> LinkResult {
@@ -301,6 +306,12 @@ impl<'a> Sim<'a> {
             l2_wake: vec![None; l2.len()],
             l2,
             l2_out: Vec::new(),
+            gw: sc
+                .nodes
+                .iter()
+                .map(|n| n.gateway.clone().map(|c| Gateway::new(c, sc.warmup)))
+                .collect(),
+            gw_timer: vec![None; sc.nodes.len()],
         })
     }
 
@@ -332,6 +343,18 @@ impl<'a> Sim<'a> {
                     self.l2_out = out;
                     self.sync_l2(di, now);
                 }
+                Ev::GwTimer(n) => {
+                    if self.gw_timer[n as usize] != Some(now) {
+                        continue;
+                    }
+                    self.gw_timer[n as usize] = None;
+                    let mut out = Vec::new();
+                    self.gw[n as usize]
+                        .as_mut()
+                        .expect("gateway node")
+                        .on_timer(now, &mut out);
+                    self.gw_emit(now, n, out);
+                }
                 Ev::TxDone(d) => {
                     let (arrival, next) = self.dirs[d as usize].finish_tx(now);
                     if let Some((t, pkt)) = arrival {
@@ -349,6 +372,10 @@ impl<'a> Sim<'a> {
                     let node = self.meta[dir as usize].to;
                     if node == pkt.dst {
                         self.deliver(now, pkt);
+                    } else if let Some(gw) = self.gw[node as usize].as_mut() {
+                        let mut out = Vec::new();
+                        gw.on_packet(now, pkt, &mut out);
+                        self.gw_emit(now, node, out);
                     } else {
                         self.forward(now, node, pkt);
                     }
@@ -437,6 +464,22 @@ impl<'a> Sim<'a> {
                 self.q.schedule(done, Ev::TxDone(di as u32));
             }
             Enqueued::Queued | Enqueued::Dropped(_) => {}
+        }
+    }
+
+    fn gw_emit(&mut self, now: SimTime, node: u32, out: Vec<Packet>) {
+        for mut p in out {
+            p.uid = self.next_uid;
+            self.next_uid += 1;
+            self.forward(now, node, p);
+        }
+        let Some(t) = self.gw[node as usize].as_ref().and_then(|g| g.next_timer()) else {
+            return;
+        };
+        let t = t.max(now);
+        if self.gw_timer[node as usize].is_none_or(|s| t < s) {
+            self.gw_timer[node as usize] = Some(t);
+            self.q.schedule(t, Ev::GwTimer(node));
         }
     }
 
@@ -606,6 +649,25 @@ impl<'a> Sim<'a> {
         let sum: f64 = g.iter().sum();
         let sq: f64 = g.iter().map(|x| x * x).sum();
         let fairness_jain = (!g.is_empty() && sq > 0.0).then(|| sum * sum / (g.len() as f64 * sq));
+        let gateways = self
+            .gw
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| {
+                g.as_ref().map(|g| GatewayResult {
+                    node: sc.nodes[i].name.clone(),
+                    spoofed_acks: g.stats.spoofed_acks,
+                    go_back_n: g.stats.go_back_n,
+                    go_back_n_timeout: g.stats.go_back_n_timeout,
+                    segments_resent: g.stats.segments_resent,
+                    client_overruns: g.stats.client_overruns,
+                    max_buffer_bytes: g.stats.max_buffer_bytes,
+                    dropped_buffer_full: g.stats.dropped_buffer_full,
+                    failed: g.failed(),
+                    lost_on_failure_bytes: g.stats.lost_on_failure_bytes,
+                })
+            })
+            .collect();
         let result = SimResult {
             scenario: sc.name.clone(),
             seed: self.seed,
@@ -614,6 +676,7 @@ impl<'a> Sim<'a> {
             flows,
             links,
             fairness_jain,
+            gateways,
             sim: SimStats {
                 events: self.q.executed(),
                 wall_s: 0.0,

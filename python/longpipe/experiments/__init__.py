@@ -3,4 +3,5 @@
 REGISTRY = {
     "hybla": "longpipe.experiments.hybla",
     "wcdma": "longpipe.experiments.wcdma",
+    "gateway": "longpipe.experiments.gateway",
 }

@@ -20,6 +20,7 @@ import numpy as np
 from .. import api
 from .._io import atomic_write_text, save_figure
 from ..report import table
+from ..plots import time_sequence
 from .common import mean_ci95, run_parallel
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -179,32 +180,6 @@ def fig8(out: Path, quick: bool, jobs):
 
 
 # ------------------------------------------------------------------------- figs. 9-12
-def time_sequence(ax, r, title, zoom=None):
-    """tcptrace-style: segments as vertical bars (retransmissions in red), the ACK line,
-    the receive-window line, and SACK blocks."""
-    segs, ts = r.segments(0), r.timeseries(0)
-    new = segs[~segs.retx]
-    rtx = segs[segs.retx]
-    ax.vlines(new.t, new.seq / 1e3, (new.seq + new.len) / 1e3, color="k", lw=0.8, label="segment")
-    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, label="retransmission")
-    ax.step(ts.t, ts.snd_una / 1e3, where="post", color="g", lw=0.9, label="ACK")
-    rwnd = r.data["flows"][0]["mss"] and 64 * KIB
-    ax.step(ts.t, (ts.snd_una + rwnd) / 1e3, where="post", color="y", lw=0.9, label="receive window")
-    sk = r.sacks(0)
-    if len(sk):
-        ax.vlines(sk.t, sk.left / 1e3, sk.right / 1e3, color="m", lw=1.5, label="SACK block")
-    if zoom:
-        ax.set_xlim(*zoom)
-        sel = segs[(segs.t >= zoom[0]) & (segs.t <= zoom[1])]
-        if len(sel):
-            ax.set_ylim(sel.seq.min() / 1e3 - 5, (sel.seq + sel.len).max() / 1e3 + 5)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("sequence number (KB)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-
-
 def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
     items = [({"sack": s, "buffer_pkts": buffer_pkts, "p": 0.0}, 1, True) for s in (False, True)]
     plain, sack = run_parallel(_run, items, jobs)
@@ -232,7 +207,7 @@ def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
     for n, (r, name, z) in enumerate([(plain, "without SACK", None), (sack, "with SACK", None),
                                        (plain, "without SACK, zoom", zoom), (sack, "with SACK, zoom", zoom)]):
         fig, ax = plt.subplots(figsize=(7.5, 5))
-        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})", z)
+        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})", z, rwnd=64 * KIB)
         fig.tight_layout()
         paths.append(save_figure(fig, out / f"fig{9 + n}_tsg_{'sack' if r is sack else 'nosack'}{'_zoom' if z else ''}.png",
                                  dpi=110))

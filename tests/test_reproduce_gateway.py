@@ -1,0 +1,25 @@
+"""`longpipe reproduce gateway --quick` end to end."""
+
+import json
+
+import pytest
+
+from conftest import cli
+
+
+@pytest.mark.slow
+def test_reproduce_gateway_quick(tmp_path):
+    out = tmp_path / "gw"
+    r = cli("reproduce", "gateway", "--quick", "--out", out, check=True)
+    assert "paper" in r.stdout
+    rows = json.loads((out / "table.json").read_text())
+    assert [row["ber"] for row in rows] == [0.0, 1e-9, 1e-8, 1e-7]
+    assert rows[0]["speedup"] >= 10
+    # without the gateway the 8760 B window over ~352 ms limits every BER to ~0.2 Mbit/s
+    for row in rows:
+        assert row["without_mbps"] == pytest.approx(8760 * 8 / 0.352 / 1e6, rel=0.1)
+    # with it, more bit errors never help
+    w = [row["with_mbps"] for row in rows]
+    assert all(a >= b * 0.98 for a, b in zip(w, w[1:]))
+    for f in ("tsg_without_gateway.png", "tsg_with_gateway.png"):
+        assert (out / f).read_bytes()[:4] == b"\x89PNG"
