@@ -18,6 +18,9 @@ def test_reproduce_gateway_quick(tmp_path):
     # without the gateway the 8760 B window over ~352 ms limits every BER to ~0.2 Mbit/s
     for row in rows:
         assert row["without_mbps"] == pytest.approx(8760 * 8 / 0.352 / 1e6, rel=0.1)
+    # split mode keeps the client's window limit
+    for row in rows:
+        assert row["split_mbps"] < 0.3
     # with it, more bit errors never help
     w = [row["with_mbps"] for row in rows]
     assert all(a >= b * 0.98 for a, b in zip(w, w[1:]))

@@ -74,9 +74,19 @@ pub struct NodeSpec {
 #[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct GatewaySpec {
-    /// "spoof" (ACK spoofing, default). ("split" is planned.)
+    /// "spoof" (ACK spoofing, the paper's gateway; default) or "split" (terminate the
+    /// server's connection and open a second one to the client, as PEPsal).
     #[serde(default)]
     pub mode: Option<GatewayMode>,
+    /// Split mode: congestion control toward the client (default newreno).
+    #[serde(default)]
+    pub tcp: Option<TcpKind>,
+    /// Split mode: offer SACK toward the client (default false).
+    #[serde(default)]
+    pub sack: Option<bool>,
+    /// Split mode: initial window toward the client, segments (default 1).
+    #[serde(default)]
+    pub iw: Option<u32>,
     /// Buffer per connection (default 1MB).
     #[serde(default)]
     pub buffer: Option<Bytes>,
@@ -767,10 +777,18 @@ impl Scenario {
             }
             let p = format!("node[{i}].gateway");
             let g = n.gateway.clone().unwrap_or_default();
-            if g.mode == Some(GatewayMode::Split) {
+            let split = (g.mode == Some(GatewayMode::Split)).then(|| {
+                crate::middlebox::gateway::SplitConfig {
+                    tcp: g.tcp.unwrap_or_default(),
+                    hybla: Default::default(),
+                    sack: g.sack.unwrap_or(false),
+                    iw_segments: g.iw.unwrap_or(1).max(1),
+                }
+            });
+            if split.is_none() && (g.tcp.is_some() || g.sack.is_some() || g.iw.is_some()) {
                 return err(
                     format!("{p}.mode"),
-                    "\"split\" is not implemented yet; use \"spoof\"",
+                    "tcp, sack and iw apply to mode = \"split\"",
                 );
             }
             let idx = index[&n.name];
@@ -785,6 +803,7 @@ impl Scenario {
                 .max()
                 .unwrap_or(0);
             let cfg = crate::middlebox::gateway::GatewayConfig {
+                split,
                 buffer: g.buffer.map(|b| b.0).unwrap_or(1_000_000),
                 window: g.window.map(|b| b.0).unwrap_or(bdp.max(65_535)),
                 pace: g.pace.map(|r| r.0),

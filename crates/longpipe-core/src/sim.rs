@@ -10,12 +10,8 @@ use crate::net::packet::{Packet, Segment, ACK, SYN, TCPIP_HEADER};
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, GatewayResult, L2Result, LinkResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
-use crate::scenario::{PartialAckTimer, ScenarioError, TcpKind, ValidScenario};
-use crate::tcp::cc::hybla::Hybla;
-use crate::tcp::cc::reno::Reno;
-use crate::tcp::cc::CongestionControl;
+use crate::scenario::{PartialAckTimer, ScenarioError, ValidScenario};
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
-use crate::tcp::recovery::RecoveryKind;
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::tcp::FlowTrace;
 use crate::time::SimTime;
@@ -245,12 +241,7 @@ impl<'a> Sim<'a> {
                     ),
                 });
             }
-            let (cc, recovery): (Box<dyn CongestionControl>, RecoveryKind) = match f.tcp {
-                TcpKind::Tahoe => (Box::new(Reno), RecoveryKind::Tahoe),
-                TcpKind::Reno => (Box::new(Reno), RecoveryKind::Reno),
-                TcpKind::Newreno => (Box::new(Reno), RecoveryKind::NewReno),
-                TcpKind::Hybla => (Box::new(Hybla::new(f.hybla)), RecoveryKind::NewReno),
-            };
+            let (cc, recovery) = crate::tcp::controller(f.tcp, f.hybla);
             let trace = match &opts.trace {
                 TraceSel::None => false,
                 TraceSel::All => true,

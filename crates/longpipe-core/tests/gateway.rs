@@ -140,3 +140,40 @@ fn a_failed_gateway_loses_what_it_acknowledged() {
     );
     assert!(f.bytes_delivered < 5_000_000);
 }
+
+#[test]
+fn split_mode_delivers_everything_and_keeps_the_client_window_limit() {
+    let small = run(&sc(
+        true,
+        "loss = { kind = \"ber\", ber = 1e-7 }",
+        "1MB",
+        "300s",
+        "mode = \"split\"",
+    ));
+    let f = &small.result.flows[0];
+    assert_eq!(f.bytes_delivered, 1_000_000);
+    assert!(
+        f.mean_rtt_s.unwrap() < 0.1,
+        "the server talks to the gateway"
+    );
+    // the second connection respects the 8760 B client window over ~350 ms
+    assert!(f.goodput_bps < 0.25e6, "{}", f.goodput_bps);
+    // with a large client window the split connection (Hybla toward the client) is fast
+    let big = sc(
+        true,
+        "",
+        "5MB",
+        "300s",
+        "mode = \"split\", tcp = \"hybla\", sack = true",
+    )
+    .replace("rwnd = \"8760B\"", "rwnd = \"1MB\"");
+    let fast = run(&big);
+    let e2e = run(&sc(false, "", "5MB", "300s", "").replace("rwnd = \"8760B\"", "rwnd = \"1MB\""));
+    let (g, n) = (
+        fast.result.flows[0].goodput_bps,
+        e2e.result.flows[0].goodput_bps,
+    );
+    println!("split+hybla {g:.0} end-to-end newreno {n:.0}");
+    assert_eq!(fast.result.flows[0].bytes_delivered, 5_000_000);
+    assert!(g > n, "split {g} vs end-to-end {n}");
+}

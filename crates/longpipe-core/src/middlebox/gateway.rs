@@ -21,12 +21,28 @@
 //! then on: data the server considers acknowledged is lost (RFC 3135 fate sharing).
 
 use crate::net::packet::{Packet, Segment, ACK, FIN, SYN, TCPIP_HEADER};
+use crate::scenario::TcpKind;
+use crate::tcp::cc::hybla::HyblaConfig;
+use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::rtt::RttEstimator;
+use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{Rate, SimDuration, SimTime};
 use std::collections::BTreeMap;
 
+/// Split mode (PEPsal-like): the gateway terminates the server's connection and sends
+/// the data on its own connection to the client.
+#[derive(Debug, Clone)]
+pub struct SplitConfig {
+    pub tcp: TcpKind,
+    pub hybla: HyblaConfig,
+    pub sack: bool,
+    pub iw_segments: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
+    /// None: ACK spoofing (the paper's gateway); Some: split connections.
+    pub split: Option<SplitConfig>,
     /// Gateway buffer per connection, bytes.
     pub buffer: u64,
     /// Satellite-side window, bytes.
@@ -98,9 +114,20 @@ struct Conn {
     adv_wnd: u64,
 }
 
+/// A split connection: a receiver facing the server, a sender facing the client.
+struct SplitConn {
+    server: u32,
+    client: u32,
+    rx: Receiver,
+    tx: Sender,
+    pushed: u64,
+    closed: bool,
+}
+
 pub struct Gateway {
     cfg: GatewayConfig,
     conns: BTreeMap<u32, Conn>,
+    splits: BTreeMap<u32, SplitConn>,
     failed: bool,
     pub stats: GatewayStats,
     warmup: SimTime,
@@ -111,6 +138,7 @@ impl Gateway {
         Gateway {
             cfg,
             conns: BTreeMap::new(),
+            splits: BTreeMap::new(),
             failed: false,
             stats: GatewayStats::default(),
             warmup,
@@ -119,6 +147,14 @@ impl Gateway {
 
     pub fn next_timer(&self) -> Option<SimTime> {
         let mut t = self.cfg.fail_at.filter(|_| !self.failed);
+        for sc in self.splits.values() {
+            for x in [sc.rx.next_timer(), sc.tx.next_timer()]
+                .into_iter()
+                .flatten()
+            {
+                t = Some(t.map_or(x, |y| y.min(x)));
+            }
+        }
         for c in self.conns.values() {
             for x in [
                 c.rto_at,
@@ -156,6 +192,16 @@ impl Gateway {
         self.check_failure(now);
         if self.failed {
             return; // a dead box forwards nothing
+        }
+        if self.cfg.split.is_some() {
+            let (flow, n) = (pkt.flow, out.len());
+            self.split_packet(now, pkt, out);
+            for p in &mut out[n..] {
+                if p.flow == u32::MAX {
+                    p.flow = flow;
+                }
+            }
+            return;
         }
         let seg = &pkt.seg;
         if seg.flags & SYN != 0 {
@@ -403,6 +449,105 @@ impl Gateway {
         }
     }
 
+    fn split_packet(&mut self, now: SimTime, pkt: Packet, out: &mut Vec<Packet>) {
+        let split = self.cfg.split.clone().expect("split mode");
+        let flow = pkt.flow;
+        if pkt.seg.flags & SYN != 0 && pkt.seg.from_sender && !self.splits.contains_key(&flow) {
+            let mss = pkt.seg.syn_opts.map(|o| o.0 as u32).unwrap_or(536);
+            let rx = Receiver::new(ReceiverConfig {
+                mss,
+                buffer: self.cfg.buffer,
+                delayed_ack: true,
+                delayed_ack_timeout: SimDuration::from_millis(200),
+                sack: pkt.seg.syn_opts.is_some_and(|o| o.2),
+                app_bytes: None,
+                warmup: self.warmup,
+            });
+            let (cc, recovery) = crate::tcp::controller(split.tcp, split.hybla);
+            let tx = Sender::new_streaming(
+                SenderConfig {
+                    mss,
+                    iw_bytes: split.iw_segments as u64 * mss as u64,
+                    initial_rto: self.cfg.initial_rto,
+                    min_rto: self.cfg.min_rto,
+                    max_rto: SimDuration::from_secs(60),
+                    app_bytes: None,
+                    recovery,
+                    sack_permitted: split.sack,
+                    warmup: self.warmup,
+                    initial_ssthresh: None,
+                    partial_ack_timer_every: false,
+                },
+                cc,
+            );
+            let mut c = SplitConn {
+                server: pkt.src,
+                client: pkt.dst,
+                rx,
+                tx,
+                pushed: 0,
+                closed: false,
+            };
+            let mut segs = Vec::new();
+            c.tx.start(now, &mut segs);
+            Self::emit_split(&c, now, segs, true, out);
+            self.splits.insert(flow, c);
+        }
+        let Some(c) = self.splits.get_mut(&flow) else {
+            out.push(pkt);
+            return;
+        };
+        let mut segs = Vec::new();
+        if pkt.seg.from_sender {
+            // the server's connection ends here
+            c.rx.on_segment(now, &pkt.seg, &mut segs);
+            Self::emit_split(c, now, std::mem::take(&mut segs), false, out);
+            let fresh = c.rx.delivered - c.pushed;
+            if fresh > 0 {
+                c.pushed += fresh;
+                c.tx.push_data(now, fresh, &mut segs);
+            }
+            if c.rx.fin_received() && !c.closed {
+                c.closed = true;
+                c.tx.close(now, &mut segs);
+            }
+            Self::emit_split(c, now, segs, true, out);
+        } else {
+            // the client answers the gateway's own connection
+            c.tx.on_segment(now, &pkt.seg, &mut segs);
+            Self::emit_split(c, now, std::mem::take(&mut segs), true, out);
+        }
+        Self::split_window(c, now, out, &mut self.stats);
+    }
+
+    /// The server-side window: the buffer minus the data not yet acknowledged by the client.
+    fn split_window(c: &mut SplitConn, now: SimTime, out: &mut Vec<Packet>, st: &mut GatewayStats) {
+        let acked = c.tx.snd_una.saturating_sub(1).min(c.pushed);
+        let unread = c.pushed - acked;
+        st.max_buffer_bytes = st.max_buffer_bytes.max(unread);
+        let mut segs = Vec::new();
+        c.rx.set_unread(unread, &mut segs);
+        Self::emit_split(c, now, segs, false, out);
+    }
+
+    fn emit_split(
+        c: &SplitConn,
+        now: SimTime,
+        segs: Vec<Segment>,
+        to_client: bool,
+        out: &mut Vec<Packet>,
+    ) {
+        for seg in segs {
+            let (src, dst) = if to_client {
+                (c.server, c.client)
+            } else {
+                (c.client, c.server)
+            };
+            // the flow id is filled in by the caller
+            out.push(Self::packet(u32::MAX, src, dst, now, seg));
+        }
+    }
+
     fn check_failure(&mut self, now: SimTime) {
         if !self.failed && self.cfg.fail_at.is_some_and(|f| now >= f) {
             self.failed = true;
@@ -414,6 +559,11 @@ impl Gateway {
                     .sum::<u64>();
             }
             self.conns.clear();
+            for c in self.splits.values() {
+                let acked = c.tx.snd_una.saturating_sub(1).min(c.pushed);
+                self.stats.lost_on_failure_bytes += c.pushed - acked;
+            }
+            self.splits.clear();
         }
     }
 
@@ -423,6 +573,17 @@ impl Gateway {
             return;
         }
         let warmup = self.warmup;
+        for (&flow, c) in self.splits.iter_mut() {
+            let mut segs = Vec::new();
+            c.rx.on_timer(now, &mut segs);
+            let n = out.len();
+            Self::emit_split(c, now, std::mem::take(&mut segs), false, out);
+            c.tx.on_timer(now, &mut segs);
+            Self::emit_split(c, now, segs, true, out);
+            for p in &mut out[n..] {
+                p.flow = flow;
+            }
+        }
         for c in self.conns.values_mut() {
             if c.rto_at.is_some_and(|t| t <= now) {
                 // No backoff: the satellite side is the gateway's own link, and the paper

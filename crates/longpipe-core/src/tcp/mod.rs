@@ -9,6 +9,22 @@ pub mod rtt;
 pub mod sack;
 pub mod sender;
 
+use crate::scenario::TcpKind;
+use cc::hybla::{Hybla, HyblaConfig};
+use cc::reno::Reno;
+use cc::CongestionControl;
+use recovery::RecoveryKind;
+
+/// The congestion control and loss recovery of a `tcp = ...` choice.
+pub fn controller(kind: TcpKind, hybla: HyblaConfig) -> (Box<dyn CongestionControl>, RecoveryKind) {
+    match kind {
+        TcpKind::Tahoe => (Box::new(Reno), RecoveryKind::Tahoe),
+        TcpKind::Reno => (Box::new(Reno), RecoveryKind::Reno),
+        TcpKind::Newreno => (Box::new(Reno), RecoveryKind::NewReno),
+        TcpKind::Hybla => (Box::new(Hybla::new(hybla)), RecoveryKind::NewReno),
+    }
+}
+
 /// Opt-in per-flow time series, kept as columns.
 #[derive(Debug, Clone, Default)]
 pub struct FlowTrace {

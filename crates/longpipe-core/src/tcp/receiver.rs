@@ -86,6 +86,24 @@ impl Receiver {
         self.delack_deadline
     }
 
+    /// For an application that does not read at once (a split gateway): `unread` bytes
+    /// are held, so the window is the buffer minus them. Sends a window update when the
+    /// window has opened by at least two segments since it was last advertised.
+    pub fn set_unread(&mut self, unread: u64, out: &mut Vec<Segment>) {
+        let free = self.cfg.buffer.saturating_sub(unread);
+        let wnd = (free >> self.wscale) << self.wscale;
+        let opened = wnd >= self.adv_wnd + 2 * self.cfg.mss as u64;
+        self.adv_wnd = wnd;
+        if opened && self.state == State::Established {
+            self.ack(out, 0);
+        }
+    }
+
+    /// Whether the peer's FIN has been received (in order).
+    pub fn fin_received(&self) -> bool {
+        self.fin_seq.is_some_and(|f| self.rcv_nxt > f)
+    }
+
     /// The block of `ooo` that contains `seq`.
     fn block_of(&self, seq: u64) -> Option<(u64, u64)> {
         let i = self.ooo.partition_point(|r| r.1 <= seq);

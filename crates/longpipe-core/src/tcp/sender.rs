@@ -67,6 +67,9 @@ pub struct Sender {
     pub snd_max: u64,
     /// Relative sequence number of the FIN (= 1 + app bytes), if the transfer is sized.
     fin_seq: Option<u64>,
+    /// End of the data the application has handed over so far (streaming sources such
+    /// as a split gateway); unlimited bulk and sized transfers have it all from the start.
+    avail_end: u64,
     peer_wnd: u64,
     /// Next sequence number expected from the peer (its SYN and FIN).
     peer_rcv_nxt: u64,
@@ -99,6 +102,7 @@ impl Sender {
         let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
         Sender {
             fin_seq: cfg.app_bytes.map(|b| b + 1),
+            avail_end: cfg.app_bytes.map_or(u64::MAX / 4, |b| b + 1),
             st: CcState {
                 now: SimTime::ZERO,
                 mss,
@@ -134,6 +138,39 @@ impl Sender {
             syn_retx: false,
             stats: SenderStats::default(),
             trace: trace.then(FlowTrace::default),
+        }
+    }
+
+    /// A streaming sender: data arrives through [`Sender::push_data`] and ends with
+    /// [`Sender::close`].
+    pub fn new_streaming(cfg: SenderConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let mut s = Sender::new(
+            SenderConfig {
+                app_bytes: None,
+                ..cfg
+            },
+            cc,
+            false,
+        );
+        s.avail_end = 1;
+        s
+    }
+
+    /// The application hands over `bytes` more bytes.
+    pub fn push_data(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Segment>) {
+        self.st.now = now;
+        self.avail_end += bytes;
+        if !self.in_recovery || !self.sack_ok {
+            self.try_send(out);
+        }
+    }
+
+    /// The application closes: a FIN follows the last byte.
+    pub fn close(&mut self, now: SimTime, out: &mut Vec<Segment>) {
+        self.st.now = now;
+        if self.fin_seq.is_none() {
+            self.fin_seq = Some(self.avail_end);
+            self.try_send(out);
         }
     }
 
@@ -204,7 +241,8 @@ impl Sender {
     fn segment_at(&self, seq: u64) -> Option<(u32, bool)> {
         let mss = self.cfg.mss as u64;
         match self.fin_seq {
-            None => Some((self.cfg.mss, false)),
+            None if seq >= self.avail_end => None,
+            None => Some(((self.avail_end - seq).min(mss) as u32, false)),
             Some(fin) if seq > fin => None,
             Some(fin) => {
                 let len = (fin - seq).min(mss);
