@@ -47,6 +47,19 @@ def format_result(data: dict) -> str:
         lrows = lrows[:10] + [["..."] + [""] * 5] + lrows[-5:]
     out.append("")
     out.append(table(["link", "util", "packets", "queue drops", "loss drops", "max queue"], lrows))
+    for l in data["links"]:
+        l2 = l.get("l2")
+        if l2 and l2["pdus_sent"]:
+            d = l2["sdu_delay_p95_s"]
+            out.append(f"RLC {l['a']}->{l['b']}: {l2['pdus_per_tti']} PDUs/TTI, {l2['pdus_sent']} PDUs sent, "
+                       f"{l2['pdus_retransmitted']} retransmitted, {l2['status_sent']} STATUS, "
+                       f"{l2['sdus_discarded']} SDUs discarded, SDU delay p95 "
+                       + ("-" if d is None else f"{d * 1e3:.0f} ms"))
+    for g in data.get("gateways", []):
+        out.append(f"gateway {g['node']}: {g['spoofed_acks']} spoofed ACKs, {g['go_back_n']} go-back-N "
+                   f"({g['go_back_n_timeout']} on timeout), {g['segments_resent']} segments resent, "
+                   f"{g['client_overruns']} beyond the client window, max buffer {g['max_buffer_bytes']} B"
+                   + (", FAILED" if g["failed"] else ""))
     span = data["duration_s"] - data.get("warmup_s", 0.0)
     agg = sum(f["bytes_delivered"] for f in data["flows"]) * 8.0 / span if span > 0 else 0.0
     j = data["fairness_jain"]
