@@ -83,6 +83,9 @@ pub struct Sender {
     first_partial: bool,
     pub rtt: RttEstimator,
     rto_deadline: Option<SimTime>,
+    /// Zero-window probe timer (RFC 9293 §3.8.6.1, RFC 1122 §4.2.2.17) and its backoff.
+    persist_at: Option<SimTime>,
+    persist_backoff: u32,
     board: Scoreboard,
     /// SACK was negotiated (both SYNs carried SACK-permitted): RFC 6675 recovery.
     pub sack_ok: bool,
@@ -130,6 +133,8 @@ impl Sender {
             first_partial: false,
             rtt,
             rto_deadline: None,
+            persist_at: None,
+            persist_backoff: 0,
             board: Scoreboard::default(),
             sack_ok: false,
             high_rxt: 0,
@@ -180,7 +185,10 @@ impl Sender {
 
     /// Earliest timer deadline.
     pub fn next_timer(&self) -> Option<SimTime> {
-        self.rto_deadline
+        match (self.rto_deadline, self.persist_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn counting(&self) -> bool {
@@ -313,10 +321,24 @@ impl Sender {
                 break;
             }
             if seq + len as u64 > self.snd_una + win {
+                // Nothing in flight and the receiver's window too small for the next
+                // segment: only a probe can learn that the window reopened.
+                if self.snd_una == self.snd_max && seq + len as u64 > self.snd_una + self.peer_wnd {
+                    if self.persist_at.is_none() {
+                        let t = self
+                            .rtt
+                            .rto()
+                            .saturating_mul(1 << self.persist_backoff.min(6));
+                        self.persist_at = Some(self.st.now + t.min(SimDuration::from_secs(60)));
+                    }
+                    return;
+                }
                 break;
             }
             self.emit(seq, len, fin, out);
             self.snd_nxt = seq + len as u64 + fin as u64;
+            self.persist_at = None;
+            self.persist_backoff = 0;
         }
         self.sync_flight();
     }
@@ -615,6 +637,20 @@ impl Sender {
 
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Segment>) {
         self.st.now = now;
+        if self.persist_at.is_some_and(|p| p <= now) {
+            // Window probe: send the next segment although the window is closed; the
+            // receiver drops it if it still has no room, and its ACK carries the window.
+            self.persist_at = None;
+            self.persist_backoff += 1;
+            if self.state == SenderState::Established && self.snd_una == self.snd_max {
+                if let Some((len, fin)) = self.segment_at(self.snd_nxt) {
+                    let seq = self.snd_nxt;
+                    self.emit(seq, len, fin, out);
+                    self.snd_nxt = seq + len as u64 + fin as u64;
+                    self.sync_flight();
+                }
+            }
+        }
         let Some(d) = self.rto_deadline else { return };
         if d > now {
             return;
@@ -647,10 +683,119 @@ impl Sender {
                 self.in_loss = true;
                 self.cc.set_state(&mut self.st, CaState::Loss);
                 self.try_send(out);
+                if self.snd_nxt == self.snd_una {
+                    // A closed receiver window held the retransmission back: send it
+                    // anyway, as a window probe.
+                    if let Some((len, fin)) = self.segment_at(self.snd_una) {
+                        self.emit(self.snd_una, len, fin, out);
+                        self.snd_nxt = self.snd_una + len as u64 + fin as u64;
+                    }
+                }
                 self.rto_deadline = Some(now + self.rtt.rto());
                 self.record();
             }
             SenderState::Closed | SenderState::Done => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::cc::reno::Reno;
+
+    fn sender() -> Sender {
+        let cfg = SenderConfig {
+            mss: 1000,
+            iw_bytes: 4000,
+            initial_rto: SimDuration::from_secs(1),
+            min_rto: SimDuration::from_secs(1),
+            max_rto: SimDuration::from_secs(60),
+            app_bytes: Some(10_000),
+            recovery: RecoveryKind::NewReno,
+            sack_permitted: false,
+            warmup: SimTime::ZERO,
+            initial_ssthresh: None,
+            partial_ack_timer_every: false,
+        };
+        Sender::new(cfg, Box::new(Reno), false)
+    }
+
+    fn ack(ack: u64, wnd: u64) -> Segment {
+        Segment {
+            from_sender: false,
+            flags: ACK,
+            seq: 1,
+            ack,
+            wnd,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn zero_window_is_probed_by_the_persist_timer() {
+        let mut s = sender();
+        let mut out = vec![];
+        s.start(SimTime(0), &mut out);
+        out.clear();
+        let synack = Segment {
+            from_sender: false,
+            flags: SYN | ACK,
+            seq: 0,
+            ack: 1,
+            wnd: 0,
+            ..Default::default()
+        };
+        s.on_segment(
+            SimTime::ZERO + SimDuration::from_millis(100),
+            &synack,
+            &mut out,
+        );
+        assert_eq!(out.len(), 1, "only the handshake ACK: the window is closed");
+        let t = s.next_timer().expect("persist timer armed");
+        assert!(t > SimTime(100_000_000));
+        out.clear();
+        s.on_timer(t, &mut out);
+        assert_eq!(out.len(), 1, "one probe");
+        assert_eq!((out[0].seq, out[0].len), (1, 1000));
+        // the receiver accepts it and opens its window: normal sending resumes
+        out.clear();
+        s.on_segment(
+            t + SimDuration::from_millis(100),
+            &ack(1001, 5000),
+            &mut out,
+        );
+        assert!(out.len() >= 2, "{out:?}");
+        assert!(s.persist_at.is_none());
+    }
+
+    #[test]
+    fn persist_timer_backs_off_while_the_window_stays_shut() {
+        let mut s = sender();
+        let mut out = vec![];
+        s.start(SimTime(0), &mut out);
+        let synack = Segment {
+            from_sender: false,
+            flags: SYN | ACK,
+            seq: 0,
+            ack: 1,
+            wnd: 0,
+            ..Default::default()
+        };
+        s.on_segment(SimTime(1), &synack, &mut out);
+        let t1 = s.next_timer().unwrap();
+        out.clear();
+        s.on_timer(t1, &mut out);
+        // the probe is dropped; the receiver answers with a zero window again
+        let now = t1 + SimDuration::from_millis(100);
+        s.on_segment(now, &ack(1, 0), &mut out);
+        // the probe stays unacknowledged; its retransmission timer sends it again even
+        // though the window is still closed (a probe, not a stall)
+        out.clear();
+        let rto = s.next_timer().unwrap();
+        s.on_timer(rto, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].seq, 1);
+        assert_eq!(s.stats.timeouts, 1);
     }
 }
