@@ -109,12 +109,7 @@ fn rlc_result(sc: &ValidScenario, m: &DirMeta, i: usize, r: &RlcLink) -> LinkRes
     LinkResult {
         a: sc.nodes[m.from as usize].name.clone(),
         b: sc.nodes[m.to as usize].name.clone(),
-        dir: if i.is_multiple_of(2) {
-            "forward"
-        } else {
-            "reverse"
-        }
-        .to_string(),
+        dir: direction(i),
         utilization: if slots > 0.0 {
             st.slots_used as f64 / slots
         } else {
@@ -142,6 +137,16 @@ fn rlc_result(sc: &ValidScenario, m: &DirMeta, i: usize, r: &RlcLink) -> LinkRes
             sdu_delay_max_s: q(1.0),
         }),
     }
+}
+
+/// "forward" for a link's a->b direction (even index), "reverse" for b->a.
+fn direction(i: usize) -> String {
+    if i.is_multiple_of(2) {
+        "forward"
+    } else {
+        "reverse"
+    }
+    .to_string()
 }
 
 fn isn(flow: usize, rx: bool) -> u32 {
@@ -617,12 +622,7 @@ impl<'a> Sim<'a> {
             links.push(LinkResult {
                 a: sc.nodes[m.from as usize].name.clone(),
                 b: sc.nodes[m.to as usize].name.clone(),
-                dir: if i.is_multiple_of(2) {
-                    "forward"
-                } else {
-                    "reverse"
-                }
-                .to_string(),
+                dir: direction(i),
                 utilization: if measured > 0.0 {
                     d.stats.busy_ns as f64 * 1e-9 / measured
                 } else {

@@ -5,19 +5,7 @@ use common::*;
 use longpipe_core::{run_json, RunOptions, TraceSel};
 
 fn scenario(tcp: &str, sack: bool, drops: &[u64]) -> String {
-    let list = drops
-        .iter()
-        .map(|d| d.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    path(
-        "10Mbps",
-        "50ms",
-        "1000pkt",
-        &format!("loss = {{ kind = \"list\", drop = [{list}] }}"),
-        &format!("tcp = \"{tcp}\"\nsack = {sack}\nrwnd = \"1MB\"\napp = {{ bytes = \"3MB\" }}"),
-        "60s",
-    )
+    scripted(tcp, sack, drops)
 }
 
 /// Times of the retransmissions, and the time of the first one.

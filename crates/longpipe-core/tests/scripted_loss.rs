@@ -6,19 +6,7 @@ mod common;
 use common::*;
 
 fn scenario(tcp: &str, drops: &[u64]) -> String {
-    let list = drops
-        .iter()
-        .map(|d| d.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    path(
-        "10Mbps",
-        "50ms",
-        "1000pkt",
-        &format!("loss = {{ kind = \"list\", drop = [{list}] }}"),
-        &format!("tcp = \"{tcp}\"\nrwnd = \"1MB\"\napp = {{ bytes = \"3MB\" }}"),
-        "60s",
-    )
+    scripted(tcp, false, drops)
 }
 
 #[test]

@@ -46,3 +46,21 @@ dst = "client"
 "#
     )
 }
+
+/// A 3 MB transfer over 10 Mbit/s, 50 ms, with the listed forward packets dropped
+/// (0 = SYN, 1 = handshake ACK, then data segments in transmission order).
+pub fn scripted(tcp: &str, sack: bool, drops: &[u64]) -> String {
+    let list = drops
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    path(
+        "10Mbps",
+        "50ms",
+        "1000pkt",
+        &format!("loss = {{ kind = \"list\", drop = [{list}] }}"),
+        &format!("tcp = \"{tcp}\"\nsack = {sack}\nrwnd = \"1MB\"\napp = {{ bytes = \"3MB\" }}"),
+        "60s",
+    )
+}
