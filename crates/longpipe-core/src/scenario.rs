@@ -393,6 +393,10 @@ pub struct FlowSpec {
     /// reset on the first partial ACK only) or "every" (Slow-but-Steady, ns-2's default).
     #[serde(default)]
     pub partial_ack_timer: Option<PartialAckTimer>,
+    /// RFC 3042 Limited Transmit: a new segment on each of the first two duplicate ACKs
+    /// (default false).
+    #[serde(default)]
+    pub limited_transmit: bool,
     /// SACK (RFC 2018 option, RFC 6675 loss recovery) when both ends have it. Default false.
     #[serde(default)]
     pub sack: bool,
@@ -550,6 +554,7 @@ pub struct FlowInfo {
     pub ssthresh: Option<u64>,
     pub hybla: crate::tcp::cc::hybla::HyblaConfig,
     pub partial_ack_timer: PartialAckTimer,
+    pub limited_transmit: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -944,6 +949,7 @@ impl Scenario {
                     ssthresh: f.ssthresh.map(|s| s as u64 * mss as u64),
                     hybla,
                     partial_ack_timer: f.partial_ack_timer.unwrap_or_default(),
+                    limited_transmit: f.limited_transmit,
                 });
             }
         }

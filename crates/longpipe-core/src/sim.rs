@@ -265,6 +265,7 @@ impl<'a> Sim<'a> {
                     warmup: sc.warmup,
                     initial_ssthresh: f.ssthresh,
                     partial_ack_timer_every: f.partial_ack_timer == PartialAckTimer::Every,
+                    limited_transmit: f.limited_transmit,
                 },
                 cc,
                 trace,

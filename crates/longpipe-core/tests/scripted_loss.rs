@@ -117,3 +117,27 @@ fn lost_fast_retransmission_needs_rto_and_backs_off() {
     assert_eq!(times.len(), 3);
     assert!(times[2] - times[1] >= 1_000_000_000, "{times:?}");
 }
+
+#[test]
+fn limited_transmit_turns_a_small_window_timeout_into_a_fast_retransmit() {
+    // IW 3, the first data segment lost: only two duplicate ACKs can come back, so
+    // without RFC 3042 the sender waits for the RTO; with it, each of the first two
+    // duplicate ACKs releases a new segment, whose ACK is the third duplicate.
+    let sc = |lt: bool| {
+        path(
+            "10Mbps",
+            "50ms",
+            "1000pkt",
+            "loss = { kind = \"list\", drop = [2] }",
+            &format!("iw = 3\nlimited_transmit = {lt}\napp = {{ bytes = \"100KB\" }}"),
+            "30s",
+        )
+    };
+    let plain = run(&sc(false));
+    let lt = run(&sc(true));
+    let (p, l) = (&plain.result.flows[0], &lt.result.flows[0]);
+    assert_eq!((p.timeouts, p.fast_recoveries), (1, 0));
+    assert_eq!((l.timeouts, l.fast_recoveries), (0, 1));
+    assert_eq!(l.bytes_delivered, 100_000);
+    assert!(l.completion_time_s.unwrap() + 0.5 < p.completion_time_s.unwrap());
+}

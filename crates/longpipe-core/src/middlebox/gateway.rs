@@ -477,6 +477,7 @@ impl Gateway {
                     warmup: self.warmup,
                     initial_ssthresh: None,
                     partial_ack_timer_every: false,
+                    limited_transmit: false,
                 },
                 cc,
             );

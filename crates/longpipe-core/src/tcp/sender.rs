@@ -31,6 +31,8 @@ pub struct SenderConfig {
     /// NewReno: restart the RTO on every partial ACK (Slow-but-Steady) instead of the
     /// first only (Impatient), RFC 6582 §4.
     pub partial_ack_timer_every: bool,
+    /// RFC 3042 Limited Transmit.
+    pub limited_transmit: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -532,7 +534,32 @@ impl Sender {
                 // RFC 5681 §3.2 step 4 / RFC 6582 step 4: inflate.
                 self.st.cwnd += mss;
             }
+            if self.cfg.limited_transmit && self.dupacks < DUP_THRESH && !self.in_recovery {
+                self.limited_transmit(out);
+            }
         }
+    }
+
+    /// RFC 3042: on the first two duplicate ACKs send one new segment each, if the
+    /// receiver's window allows and the flight stays within cwnd + 2 SMSS; cwnd unchanged.
+    fn limited_transmit(&mut self, out: &mut Vec<Segment>) {
+        let seq = self.snd_max;
+        if self.snd_nxt != seq {
+            return; // going back N after a timeout
+        }
+        let Some((len, fin)) = self.segment_at(seq) else {
+            return;
+        };
+        let end = seq + len as u64;
+        if (len == 0 && !fin)
+            || end > self.snd_una + self.peer_wnd
+            || end - self.snd_una > self.st.cwnd + 2 * self.st.mss
+        {
+            return;
+        }
+        self.emit(seq, len, fin, out);
+        self.snd_nxt = self.snd_max;
+        self.sync_flight();
     }
 
     fn sack_recovery(&self) -> bool {
@@ -717,6 +744,7 @@ mod tests {
             warmup: SimTime::ZERO,
             initial_ssthresh: None,
             partial_ack_timer_every: false,
+            limited_transmit: false,
         };
         Sender::new(cfg, Box::new(Reno), false)
     }
