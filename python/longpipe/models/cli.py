@@ -1,117 +1,233 @@
-"""``longpipe model {pftk,pftk-approx,reno,hybla}``: analytical throughput in milliseconds."""
+"""``longpipe model {pftk,pftk-approx,reno,hybla}``: analytical TCP throughput.
+
+    longpipe model NAME --rtt SECONDS --p P [--wmax PKTS] [--b 2] [--t0 1.0] [--mss 1000]
+                   [--rtt0 0.025] [--json] [--plot out.png [--p-min 1e-5 --p-max 0.1]]
+
+Prints a short table (packets/s, bit/s, regime), or one JSON document with ``--json``.
+``--plot`` writes a PNG of throughput against p (log axes): the chosen model, and the
+Reno forms for context. Invalid input: ``error: --ARG: ...`` on stderr, exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 from .hybla import RTT0, hybla_model
-from .pftk import MODELS, check_args
+from .pftk import MODELS, reno_model
 
 NAMES = ["pftk", "pftk-approx", "reno", "hybla"]
+DESCRIPTIONS = {
+    "pftk": "PFTK full model (timeouts, window limit)",
+    "pftk-approx": "PFTK approximate model",
+    "reno": "Reno without timeouts (seed 001, A-1..A-15)",
+    "hybla": "TCP Hybla (seed 001, eqs. 3-20)",
+}
 
 
 class ModelUsageError(ValueError):
-    pass
+    """An invalid command-line value; the message starts with the option name."""
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    m = subparsers.add_parser("model", help="analytical TCP throughput models")
+    """Adds the ``model`` subcommand to an argparse subparsers object; returns its parser."""
+    m = subparsers.add_parser(
+        "model", help="analytical TCP throughput models (PFTK, Reno without timeouts, Hybla)",
+        description="Analytical TCP throughput in packets/s and bit/s.")
     m.add_argument("name", choices=NAMES, help="pftk (full, with timeouts), pftk-approx, reno (no timeouts, "
                    "seed 001 appendix), hybla (seed 001 eqs. 3-20)")
-    m.add_argument("--rtt", type=float, required=True, help="round-trip time in seconds")
-    m.add_argument("--p", type=float, required=True, help="loss (indication) probability, in (0, 1]")
-    m.add_argument("--wmax", type=float, default=math.inf, help="receiver window limit in packets (default none)")
-    m.add_argument("--b", type=float, default=2, help="packets per ACK (default 2: delayed ACKs)")
-    m.add_argument("--t0", type=float, default=1.0, help="first retransmission timeout in seconds (default 1)")
-    m.add_argument("--mss", type=float, default=1000, help="packet size in bytes for bit/s (default 1000)")
-    m.add_argument("--rtt0", type=float, default=RTT0, help="Hybla reference RTT in seconds (default 0.025)")
+    m.add_argument("--rtt", type=float, required=True, metavar="SECONDS", help="mean round-trip time in seconds")
+    m.add_argument("--p", type=float, required=True, metavar="P", help="loss (indication) probability, in (0, 1]")
+    m.add_argument("--wmax", type=float, default=math.inf, metavar="PKTS",
+                   help="receiver window limit in packets (default: none)")
+    m.add_argument("--b", type=float, default=2.0, help="packets per ACK, Reno forms (default 2: delayed ACKs)")
+    m.add_argument("--t0", type=float, default=1.0, metavar="SECONDS",
+                   help="first retransmission timeout, PFTK forms (default 1 s)")
+    m.add_argument("--mss", type=float, default=1000.0, metavar="BYTES",
+                   help="packet size in bytes, for bit/s (default 1000)")
+    m.add_argument("--rtt0", type=float, default=RTT0, metavar="SECONDS",
+                   help=f"Hybla reference RTT (default {RTT0:g} s)")
     m.add_argument("--json", action="store_true", help="print one JSON document")
-    m.add_argument("--plot", metavar="PNG", help="also plot throughput vs p over a log range")
-    m.add_argument("--p-min", type=float, default=1e-5)
-    m.add_argument("--p-max", type=float, default=0.1)
+    m.add_argument("--plot", metavar="PNG", help="also write a PNG of throughput vs p over a log range")
+    m.add_argument("--p-min", type=float, default=1e-5, help="plot range, lowest p (default 1e-5)")
+    m.add_argument("--p-max", type=float, default=0.1, help="plot range, highest p (default 0.1)")
+    m.set_defaults(func=run)
     return m
 
 
-def evaluate(name: str, rtt: float, p: float, wmax: float, b: float, t0: float, rtt0: float) -> dict:
-    if name == "hybla":
-        if not (rtt0 > 0):
-            raise ModelUsageError(f"--rtt0: must be positive, got {rtt0!r}")
-        try:
-            res = hybla_model(rtt, p, wmax, rtt0)
-        except ValueError as e:
-            raise ModelUsageError(f"--{str(e)}") from None
-        return {"pps": res.throughput_pps, "regime": res.regime, "rho": res.rho, "W": res.W, "method": res.method}
+def _option_error(e: ValueError) -> ModelUsageError:
+    """Maps a model ValueError ("p: must be ...") to "--p: must be ..."."""
+    msg = str(e)
+    name, sep, rest = msg.partition(":")
+    opt = {"rtt": "--rtt", "p": "--p", "wmax": "--wmax", "b": "--b", "t0": "--t0", "mss": "--mss",
+           "rtt0": "--rtt0"}.get(name.strip())
+    return ModelUsageError(f"{opt}:{rest}" if sep and opt else msg)
+
+
+def evaluate(name: str, rtt: float, p: float, wmax: float = math.inf, b: float = 2, t0: float = 1.0,
+             rtt0: float = RTT0, mss: float = 1000) -> dict:
+    """One model evaluation as a JSON-ready dict; raises ModelUsageError on bad input."""
+    if name not in NAMES:
+        raise ModelUsageError(f"name: expected one of {', '.join(NAMES)}, got {name!r}")
     try:
-        check_args(rtt, p, b, t0, wmax)
+        if name == "hybla":
+            m = hybla_model(rtt, p, wmax, rtt0, mss=mss)
+            return {"throughput_pps": m.throughput_pps, "throughput_bps": m.throughput_bps, "regime": m.regime,
+                    "W": m.W, "rho": m.rho, "X": m.X, "method": m.method, "iterations": m.iterations}
+        r = reno_model(name, rtt, p, b, t0, wmax, mss)
+        return {"throughput_pps": r.throughput_pps, "throughput_bps": r.throughput_bps, "regime": r.regime,
+                "W": r.W}
     except ValueError as e:
-        raise ModelUsageError(f"--{str(e)}") from None
-    pps = MODELS[name](rtt, p, b, t0, wmax)
-    return {"pps": pps}
+        raise _option_error(e) from None
 
 
-def _plot(args, path):
+def _check(args) -> None:
+    # Everything the chosen model does not itself validate; names as on the command line.
+    for opt, v in (("--b", args.b), ("--t0", args.t0)):
+        if not math.isfinite(v):
+            raise ModelUsageError(f"{opt}: must be finite, got {v!r}")
+    if not (args.b >= 1):
+        raise ModelUsageError(f"--b: must be >= 1 (packets per ACK), got {args.b!r}")
+    if not (args.t0 > 0):
+        raise ModelUsageError(f"--t0: must be a positive number of seconds, got {args.t0!r}")
+    if not (math.isfinite(args.rtt0) and args.rtt0 > 0):
+        raise ModelUsageError(f"--rtt0: must be a positive, finite number of seconds, got {args.rtt0!r}")
+    if not (math.isfinite(args.mss) and args.mss > 0):
+        raise ModelUsageError(f"--mss: must be a positive number of bytes, got {args.mss!r}")
+    if args.plot is not None:
+        if not args.plot:
+            raise ModelUsageError("--plot: needs a file name")
+        if not (0 < args.p_min < args.p_max <= 1):
+            raise ModelUsageError(f"--p-min/--p-max: need 0 < p-min < p-max <= 1, got {args.p_min!r}, {args.p_max!r}")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Writes ``data`` to a temporary file in ``path``'s directory, then os.replace()."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def plot(args, path) -> Path:
+    """Throughput (Mbit/s) vs p on log axes: the chosen model (thick) plus the Reno forms."""
     import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    from .._io import save_figure
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not (0 < args.p_min < args.p_max <= 1):
-        raise ModelUsageError("--p-min/--p-max: need 0 < p-min < p-max <= 1")
-    ps = np.logspace(math.log10(args.p_min), math.log10(args.p_max), 100)
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    for n in NAMES:
-        if n != args.name and n == "hybla":
-            continue
-        ys = [evaluate(n, args.rtt, p, args.wmax, args.b, args.t0, args.rtt0)["pps"] * args.mss * 8 / 1e6 for p in ps]
-        ax.plot(ps, ys, lw=2.2 if n == args.name else 1.0, label=n)
+    ps = np.geomspace(args.p_min, args.p_max, 120)
+    fig = Figure(figsize=(6.4, 4.6))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    curves = [args.name] + [n for n in MODELS if n != args.name]
+    for n in curves:
+        ys = [evaluate(n, args.rtt, p, args.wmax, args.b, args.t0, args.rtt0, args.mss)["throughput_bps"] / 1e6
+              for p in ps]
+        ax.plot(ps, ys, lw=2.4 if n == args.name else 1.1, ls="-" if n == args.name else "--",
+                label=f"{n}: {DESCRIPTIONS[n]}")
+    if args.p_min <= args.p <= args.p_max:
+        here = evaluate(args.name, args.rtt, args.p, args.wmax, args.b, args.t0, args.rtt0, args.mss)
+        ax.plot([args.p], [here["throughput_bps"] / 1e6], "o", color="k", ms=5, label=f"p = {args.p:g}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("loss probability p")
-    ax.set_ylabel(f"throughput (Mbit/s, {args.mss:g} B packets)")
-    wm = "no window limit" if math.isinf(args.wmax) else f"Wmax {args.wmax:g}"
-    ax.set_title(f"RTT {args.rtt * 1e3:g} ms, {wm}, b {args.b:g}, T0 {args.t0:g} s")
+    ax.set_ylabel(f"throughput (Mbit/s, {args.mss:g}-byte packets)")
+    wm = "no window limit" if math.isinf(args.wmax) else f"Wmax {args.wmax:g} pkts"
+    extra = f", RTT0 {args.rtt0 * 1e3:g} ms" if args.name == "hybla" else ""
+    ax.set_title(f"RTT {args.rtt * 1e3:g} ms, {wm}, b {args.b:g}, T0 {args.t0:g} s{extra}", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    path = Path(path)
+    _atomic_write(path, buf.getvalue())
+    return path
+
+
+def _table(args, r: dict) -> str:
+    rows = [("model", f"{args.name} — {DESCRIPTIONS[args.name]}"),
+            ("inputs", f"RTT {args.rtt:g} s, p {args.p:g}, "
+                       + ("no window limit" if math.isinf(args.wmax) else f"Wmax {args.wmax:g} packets")
+                       + (f", RTT0 {args.rtt0:g} s" if args.name == "hybla"
+                          else f", b {args.b:g}" + (f", T0 {args.t0:g} s" if args.name != "reno" else ""))),
+            ("packets/s", f"{r['throughput_pps']:.2f}"),
+            ("bit/s", f"{r['throughput_bps']:.6g} ({args.mss:g}-byte packets)"),
+            ("regime", r["regime"])]
+    if args.name == "hybla":
+        rows.append(("W", f"{r['W']:.2f} packets (rho {r['rho']:.4g}; {r['method']}, {r['iterations']} iterations)"))
+    else:
+        rows.append(("W", f"{r['W']:.2f} packets (unlimited mean peak window)"))
+    return "\n".join(f"{k:<10} {v}" for k, v in rows)
 
 
 def run(args) -> int:
+    """Runs the ``model`` subcommand on parsed ``args``; returns the exit status."""
     try:
-        if not (args.mss > 0):
-            raise ModelUsageError(f"--mss: must be positive, got {args.mss!r}")
-        r = evaluate(args.name, args.rtt, args.p, args.wmax, args.b, args.t0, args.rtt0)
-        r["bps"] = r["pps"] * args.mss * 8
+        _check(args)
+        r = evaluate(args.name, args.rtt, args.p, args.wmax, args.b, args.t0, args.rtt0, args.mss)
         if args.plot:
-            _plot(args, args.plot)
+            plot(args, args.plot)
     except ModelUsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    inputs = {"model": args.name, "rtt_s": args.rtt, "p": args.p, "wmax": None if math.isinf(args.wmax) else args.wmax,
-              "b": args.b, "t0_s": args.t0, "mss": args.mss}
-    if args.name == "hybla":
-        inputs["rtt0_s"] = args.rtt0
+    except OSError as e:
+        print(f"error: --plot: cannot write {args.plot}: {e.strerror or e}", file=sys.stderr)
+        return 1
     if args.json:
-        print(json.dumps({"inputs": inputs, "throughput_pps": r["pps"], "throughput_bps": r["bps"],
-                          **{k: v for k, v in r.items() if k not in ("pps", "bps")}}, indent=2))
+        inputs = {"model": args.name, "rtt_s": args.rtt, "p": args.p,
+                  "wmax": None if math.isinf(args.wmax) else args.wmax, "mss": args.mss}
+        if args.name == "hybla":
+            inputs["rtt0_s"] = args.rtt0
+        else:
+            inputs["b"] = args.b
+            if args.name != "reno":
+                inputs["t0_s"] = args.t0
+        doc = {"inputs": inputs, **r}
+        if args.plot:
+            doc["plot"] = str(args.plot)
+        print(json.dumps(doc, indent=2, allow_nan=False))
     else:
-        extra = f"   regime {r['regime']}, rho {r['rho']:.3g}, W {r['W']:.1f}" if "regime" in r else ""
-        print(f"{args.name}: {r['pps']:.2f} packets/s = {r['bps'] / 1e6:.4f} Mbit/s ({args.mss:g} B packets){extra}")
-    if args.plot:
-        print(f"wrote {args.plot}")
+        print(_table(args, r))
+        if args.plot:
+            print(f"wrote {args.plot}")
     return 0
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """A parser with just the ``model`` subcommand (as ``longpipe model ...``)."""
     p = argparse.ArgumentParser(prog="longpipe")
     sub = p.add_subparsers(dest="cmd", required=True)
     register(sub)
-    return run(p.parse_args(argv))
+    return p
+
+
+def main(argv=None) -> int:
+    """Standalone entry point: ``main(["model", "hybla", "--rtt", "0.55", "--p", "1e-3"])``.
+
+    Returns the exit status (argparse's own usage errors included) instead of exiting.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    return run(args)
