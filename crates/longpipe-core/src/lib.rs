@@ -29,5 +29,5 @@ pub fn run_valid(
     sc: &scenario::ValidScenario,
     opts: &RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
-    Ok(sim::Sim::new(sc, opts)?.run())
+    Ok(sim::Sim::new(sc, opts)?.run(opts))
 }

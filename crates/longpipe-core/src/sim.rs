@@ -16,6 +16,8 @@ use crate::tcp::sender::{Sender, SenderConfig};
 use crate::tcp::FlowTrace;
 use crate::time::SimTime;
 use crate::wire::{PcapWriter, SackBlocks, TcpIpHeader, TcpOptions};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Which flows record time series.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +36,11 @@ pub struct RunOptions {
     /// Capture points, "A-B": the interface of node A on the link A–B (packets A sends
     /// on it as their transmission starts, packets arriving from B as they arrive).
     pub pcap: Vec<String>,
+    /// Set from another thread to stop the run early (checked every few thousand
+    /// events); the output then has `interrupted = true` and must not be used as a result.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Simulated time reached so far, in ns, for progress reports from another thread.
+    pub progress: Option<Arc<AtomicU64>>,
 }
 
 pub struct RunOutput {
@@ -41,6 +48,8 @@ pub struct RunOutput {
     pub traces: Vec<(usize, FlowTrace)>,
     /// (spec, pcap file bytes)
     pub pcaps: Vec<(String, Vec<u8>)>,
+    /// The run was stopped through `RunOptions::cancel` before its end.
+    pub interrupted: bool,
 }
 
 enum Ev {
@@ -312,9 +321,21 @@ impl<'a> Sim<'a> {
         })
     }
 
-    pub fn run(mut self) -> RunOutput {
+    pub fn run(mut self, opts: &RunOptions) -> RunOutput {
         let end = self.sc.duration;
+        let mut interrupted = false;
+        let mut tick = 0u32;
         while let Some((now, ev)) = self.q.pop_until(end) {
+            tick = tick.wrapping_add(1);
+            if tick % 4096 == 0 {
+                if let Some(p) = &opts.progress {
+                    p.store(now.0, Ordering::Relaxed);
+                }
+                if opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    interrupted = true;
+                    break;
+                }
+            }
             match ev {
                 Ev::FlowStart(f) => {
                     let mut out = std::mem::take(&mut self.out);
@@ -396,7 +417,9 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.finish()
+        let mut out = self.finish();
+        out.interrupted = interrupted;
+        out
     }
 
     fn deliver(&mut self, now: SimTime, pkt: Packet) {
@@ -689,6 +712,7 @@ impl<'a> Sim<'a> {
             result,
             traces,
             pcaps,
+            interrupted: false,
         }
     }
 }

@@ -43,6 +43,7 @@ fn run(
         seed,
         trace,
         pcap: pcap.unwrap_or_default(),
+        ..Default::default()
     };
     let text = scenario_json.to_owned();
     let (out, wall) = py.allow_threads(move || {
