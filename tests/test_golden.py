@@ -32,7 +32,7 @@ def _diff(a, b, path=""):
 
 
 def _replay(rec):
-    js, traces, pcaps = _core.run(json.dumps(rec["scenario"]), rec["seed"], rec["trace_all"], rec["trace_flows"],
+    js, traces, pcaps, _wall = _core.run(json.dumps(rec["scenario"]), rec["seed"], rec["trace_all"], rec["trace_flows"],
                                   rec["pcap"])
     t, p = digest(traces, pcaps)
     problems = _diff(rec["result"], stable(js))

@@ -115,6 +115,9 @@ class Result:
     data: dict
     traces: dict = field(default_factory=dict)
     pcaps: dict = field(default_factory=dict)
+    #: Wall time of the simulation in seconds (not part of ``data``, which is the same for
+    #: the same scenario and seed).
+    wall_s: float = 0.0
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -212,12 +215,12 @@ def run(
     trace_all = timeseries is True
     trace_flows = None if isinstance(timeseries, bool) else [int(x) for x in timeseries]
     try:
-        js, traces, pcaps = _core.run(text, seed, trace_all, trace_flows, list(pcap or []))
+        js, traces, pcaps, wall_s = _core.run(text, seed, trace_all, trace_flows, list(pcap or []))
     except _core.ScenarioError as e:
         path, msg = e.args
         raise ScenarioError(src, path, msg) from None
     traces = {int(k): {c: np.asarray(v) for c, v in d.items()} for k, d in traces.items()}
-    return Result(json.loads(js), traces, dict(pcaps))
+    return Result(json.loads(js), traces, dict(pcaps), wall_s)
 
 
 def schema() -> dict:

@@ -51,7 +51,7 @@ def cmd_run(args) -> int:
     if args.json:
         print(text)
     else:
-        print(format_result(res.data))
+        print(format_result(res.data, res.wall_s))
     if args.out:
         atomic_write_text(out / "result.json", text + "\n")
         if args.timeseries:

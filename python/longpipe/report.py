@@ -22,7 +22,7 @@ def table(headers: list[str], rows: list[list], align: str | None = None) -> str
     return "\n".join(lines)
 
 
-def format_result(data: dict) -> str:
+def format_result(data: dict, wall_s: float | None = None) -> str:
     out = [f"scenario {data['scenario']}  seed {data['seed']}  duration {data['duration_s']:g} s"
            + (f"  (statistics after {data['warmup_s']:g} s)" if data.get("warmup_s") else "")]
     rows = []
@@ -64,8 +64,10 @@ def format_result(data: dict) -> str:
     agg = sum(f["bytes_delivered"] for f in data["flows"]) * 8.0 / span if span > 0 else 0.0
     j = data["fairness_jain"]
     sim = data["sim"]
-    eps = sim["events"] / sim["wall_s"] if sim["wall_s"] > 0 else float("nan")
     out.append("")
-    out.append(f"aggregate goodput {agg / 1e6:.3f} Mbit/s   Jain fairness {_fmt(j, '.4f')}   "
-               f"events {sim['events']}   wall {sim['wall_s']:.3f} s   ({eps / 1e6:.2f} M events/s)")
+    line = f"aggregate goodput {agg / 1e6:.3f} Mbit/s   Jain fairness {_fmt(j, '.4f')}   events {sim['events']}"
+    if wall_s is not None:
+        eps = sim["events"] / wall_s if wall_s > 0 else float("nan")
+        line += f"   wall {wall_s:.3f} s   ({eps / 1e6:.2f} M events/s)"
+    out.append(line)
     return "\n".join(out)

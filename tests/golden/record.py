@@ -50,13 +50,13 @@ def main() -> int:
     calls = []
 
     def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None):
-        js, traces, pcaps = real(text, seed, trace_all, trace_flows, pcap)
+        js, traces, pcaps, wall_s = real(text, seed, trace_all, trace_flows, pcap)
         t, p = digest(traces, pcaps)
         rec = {"scenario": json.loads(text), "seed": seed, "trace_all": trace_all, "trace_flows": trace_flows,
                "pcap": pcap, "result": stable(js), "traces": t, "pcaps": p}
         with lock:
             calls.append(rec)
-        return js, traces, pcaps
+        return js, traces, pcaps, wall_s
 
     core.run = recording
     api._core.run = recording

@@ -1,9 +1,16 @@
 //! longpipe-core: a deterministic packet-level simulator of TCP over long, thin and
 //! lossy links. Pure Rust: no Python, no OS clock, no I/O.
 //!
-//! Entry point: [`run_json`] (scenario JSON text in, [`sim::RunOutput`] out).
+//! Layers, from the leaves up: `time`, `rng`, `units`, `error`, `stats`, `element` (the
+//! protocol every network element speaks) and `wire` (the IPv4/TCP codec); the
+//! components (`net`, `l2`, `tcp`, `middlebox`), each owning its spec and config; the
+//! `scenario` that parses and assembles them; the `engine` (event queue and driver) and
+//! the simulator (`sim`). Entry point: [`run_json`] (scenario JSON text in,
+//! [`sim::RunOutput`] out). See docs/architecture.md.
 
+pub mod element;
 pub mod engine;
+pub mod error;
 pub mod l2;
 pub mod middlebox;
 pub mod net;
@@ -11,8 +18,10 @@ pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod sim;
+pub mod stats;
 pub mod tcp;
 pub mod time;
+pub mod unit;
 pub mod units;
 pub mod wire;
 

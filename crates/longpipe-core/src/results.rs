@@ -1,6 +1,14 @@
-//! The result contract (DESIGN.md "Result"): serialized as one JSON document.
-//! Field order is fixed by the struct order, so output bytes are deterministic.
+//! The result contract (DESIGN.md "Result"): serialized as one JSON document. Field
+//! order is fixed by the struct order, so output bytes are deterministic; the result
+//! holds nothing that varies between identical runs (no wall time).
+//!
+//! Counters are the elements' own counter structs, flattened in: nothing is copied
+//! field by field.
 
+use crate::l2::rlc::RlcReport;
+use crate::middlebox::gateway::GatewayCounters;
+use crate::net::link::LinkCounters;
+use crate::tcp::sender::SenderCounters;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -14,11 +22,10 @@ pub struct FlowResult {
     pub goodput_bps: f64,
     /// Bytes delivered in order at or after warmup.
     pub bytes_delivered: u64,
-    /// Data segments sent (incl. retransmissions), at or after warmup.
-    pub segments_sent: u64,
-    pub retransmitted_segments: u64,
-    pub timeouts: u64,
-    pub fast_recoveries: u64,
+    /// Data segments sent (incl. retransmissions), retransmissions, timeouts and
+    /// fast-recovery episodes, at or after warmup.
+    #[serde(flatten)]
+    pub sender: SenderCounters,
     /// From the flow's start (SYN) to the delivery of its last byte; null if unfinished.
     pub completion_time_s: Option<f64>,
     /// Mean of the sender's RTT samples (Karn-valid), null if none.
@@ -33,44 +40,55 @@ pub struct LinkResult {
     pub b: String,
     /// "forward" = a->b as declared, "reverse" = b->a (here `a` is the sending node).
     pub dir: String,
-    /// Fraction of the measured time the transmitter was busy.
+    /// Fraction of the measured time the transmitter was busy (for a link layer: see
+    /// its report).
     pub utilization: f64,
-    /// Packets put on the wire (transmission started at/after warmup).
-    pub packets: u64,
-    pub bytes: u64,
-    pub drops_queue: u64,
-    pub drops_loss: u64,
-    pub max_queue_packets: u64,
+    /// packets, bytes, drops_queue, drops_loss, max_queue_packets.
+    #[serde(flatten)]
+    pub counters: LinkCounters,
     /// Link-layer counters when the direction has a `layer2` (then `packets` counts SDUs
     /// accepted, `drops_queue` SDU-buffer overflows, `drops_loss` SDUs discarded after
     /// MaxDAT, and `utilization` the share of PDU slots used).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub l2: Option<L2Result>,
+    pub l2: Option<L2Report>,
+}
+
+/// A link layer's report, tagged by its kind.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind")]
+pub enum L2Report {
+    #[serde(rename = "rlc-am")]
+    RlcAm(RlcReport),
+}
+
+impl L2Report {
+    /// The RLC report, if this is one.
+    pub fn rlc(&self) -> Option<&RlcReport> {
+        match self {
+            L2Report::RlcAm(r) => Some(r),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct L2Result {
+pub struct GatewayResult {
+    pub node: String,
+    #[serde(flatten)]
+    pub counters: GatewayCounters,
+}
+
+/// A node of the scenario and its IPv4 address (as in pcaps).
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeResult {
+    pub name: String,
     pub kind: String,
-    pub pdus_per_tti: u32,
-    pub pdus_sent: u64,
-    pub pdus_retransmitted: u64,
-    pub pdus_lost: u64,
-    pub status_sent: u64,
-    pub polls: u64,
-    pub sdus_delivered: u64,
-    pub sdus_discarded: u64,
-    /// RLC-induced delay per SDU (entering RLC to in-sequence delivery).
-    pub sdu_delay_mean_s: Option<f64>,
-    pub sdu_delay_p50_s: Option<f64>,
-    pub sdu_delay_p95_s: Option<f64>,
-    pub sdu_delay_max_s: Option<f64>,
+    pub ipv4: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SimStats {
+    /// Events the simulator ran (including skipped stale timer events).
     pub events: u64,
-    /// Filled in by the caller (the core has no clock).
-    pub wall_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -86,24 +104,8 @@ pub struct SimResult {
     /// TCP gateway counters (only when the scenario has `tcp-gateway` nodes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gateways: Vec<GatewayResult>,
+    pub nodes: Vec<NodeResult>,
     pub sim: SimStats,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct GatewayResult {
-    pub node: String,
-    pub spoofed_acks: u64,
-    pub go_back_n: u64,
-    /// Of which started by the satellite-side retransmission timer.
-    pub go_back_n_timeout: u64,
-    pub segments_resent: u64,
-    /// Segments sent beyond the client's advertised window.
-    pub client_overruns: u64,
-    pub max_buffer_bytes: u64,
-    pub dropped_buffer_full: u64,
-    pub failed: bool,
-    /// Bytes the server considered acknowledged that were lost with the gateway.
-    pub lost_on_failure_bytes: u64,
 }
 
 impl SimResult {

@@ -58,7 +58,7 @@ fn adding_a_flow_does_not_change_link_loss_stream() {
     // Different traffic, same model: both lose about 0.5 % of packets.
     for o in [&o1, &o2] {
         let l = &o.result.links[2];
-        let rate = l.drops_loss as f64 / l.packets as f64;
+        let rate = l.counters.drops_loss as f64 / l.counters.packets as f64;
         assert!((rate - 0.005).abs() < 0.002, "{rate}");
     }
 }

@@ -61,7 +61,7 @@ fn spoofing_shortens_the_servers_rtt_and_lifts_the_window_limit() {
     assert!(g.goodput_bps > 10.0 * p.goodput_bps);
     assert_eq!(g.bytes_delivered, 5_000_000);
     let gw = &with.result.gateways[0];
-    assert!(gw.spoofed_acks >= 5_000_000 / 1460);
+    assert!(gw.counters.spoofed_acks >= 5_000_000 / 1460);
 }
 
 #[test]
@@ -78,20 +78,28 @@ fn one_lost_satellite_segment_one_go_back_n() {
     let f = &out.result.flows[0];
     println!("{gw:?}");
     assert_eq!(
-        gw.go_back_n, 1,
+        gw.counters.go_back_n, 1,
         "one go-back-N; duplicate ACKs of the old window are suppressed"
     );
-    assert!(gw.segments_resent >= 1);
+    assert!(gw.counters.segments_resent >= 1);
     // the server never noticed: its counters are those of a run without the loss (its
     // only retransmission, if any, is the FIN segment, which the gateway does not spoof)
     let clean = run(&sc(true, "", "3MB", "120s", ""));
     let c = &clean.result.flows[0];
-    assert_eq!(clean.result.gateways[0].go_back_n, 0);
+    assert_eq!(clean.result.gateways[0].counters.go_back_n, 0);
     assert_eq!(
-        (f.retransmitted_segments, f.fast_recoveries, f.timeouts),
-        (c.retransmitted_segments, c.fast_recoveries, c.timeouts)
+        (
+            f.sender.retransmitted_segments,
+            f.sender.fast_recoveries,
+            f.sender.timeouts
+        ),
+        (
+            c.sender.retransmitted_segments,
+            c.sender.fast_recoveries,
+            c.sender.timeouts
+        )
     );
-    assert_eq!(f.fast_recoveries, 0);
+    assert_eq!(f.sender.fast_recoveries, 0);
     assert_eq!(f.bytes_delivered, 3_000_000);
     // without the recover guard the old window's duplicate ACKs trigger more episodes
     let literal = run(&sc(
@@ -101,7 +109,7 @@ fn one_lost_satellite_segment_one_go_back_n() {
         "120s",
         "recover_guard = false",
     ));
-    assert!(literal.result.gateways[0].go_back_n > 1);
+    assert!(literal.result.gateways[0].counters.go_back_n > 1);
     assert_eq!(literal.result.flows[0].bytes_delivered, 3_000_000);
 }
 
@@ -119,8 +127,8 @@ fn every_byte_arrives_once_in_order_at_ber_1e6_and_the_buffer_holds() {
     println!("{f:?}\n{gw:?}");
     assert_eq!(f.bytes_delivered, 10_000_000);
     assert!(f.completion_time_s.is_some());
-    assert!(gw.max_buffer_bytes <= 500_000);
-    assert!(gw.go_back_n > 0);
+    assert!(gw.counters.max_buffer_bytes.0 <= 500_000);
+    assert!(gw.counters.go_back_n > 0);
 }
 
 #[test]
@@ -129,9 +137,9 @@ fn a_failed_gateway_loses_what_it_acknowledged() {
     let f = &out.result.flows[0];
     let gw = &out.result.gateways[0];
     println!("{f:?}\n{gw:?}");
-    assert!(gw.failed);
+    assert!(gw.counters.failed.0);
     assert!(
-        gw.lost_on_failure_bytes > 0,
+        gw.counters.lost_on_failure_bytes > 0,
         "data spoofed-acked but not yet delivered"
     );
     assert!(

@@ -42,9 +42,9 @@ fn no_pdu_loss_gives_the_payload_rate() {
         .iter()
         .find(|l| l.a == "rnc" && l.b == "ue")
         .unwrap();
-    let l2 = l.l2.as_ref().unwrap();
+    let l2 = l.l2.as_ref().and_then(|x| x.rlc()).unwrap();
     assert_eq!(l2.pdus_per_tti, 12, "384 kbit/s × 10 ms / 320 bit");
-    assert_eq!(l2.pdus_retransmitted, 0);
+    assert_eq!(l2.counters.pdus_retransmitted, 0);
     // SDU payload rate 384 kbit/s; TCP goodput = that × MSS / MTU
     let expect = 384_000.0 * 1460.0 / 1500.0;
     println!(
@@ -70,12 +70,12 @@ fn pdu_loss_with_persistent_arq_is_delay_not_loss_to_tcp() {
         .iter()
         .find(|l| l.a == "rnc" && l.b == "ue")
         .unwrap();
-    let l2 = l.l2.as_ref().unwrap();
+    let l2 = l.l2.as_ref().and_then(|x| x.rlc()).unwrap();
     println!("{:?}\n{:?}", f, l2);
-    assert!(l2.pdus_retransmitted > 0 && l2.status_sent > 0);
-    assert_eq!(l.drops_loss, 0, "no SDU discarded");
-    assert_eq!(f.retransmitted_segments, 0, "TCP sees no loss");
-    assert_eq!(f.timeouts, 0);
+    assert!(l2.counters.pdus_retransmitted > 0 && l2.counters.status_sent > 0);
+    assert_eq!(l.counters.drops_loss, 0, "no SDU discarded");
+    assert_eq!(f.sender.retransmitted_segments, 0, "TCP sees no loss");
+    assert_eq!(f.sender.timeouts, 0);
     let rtt_clean = clean.result.flows[0].mean_rtt_s.unwrap();
     assert!(f.mean_rtt_s.unwrap() > rtt_clean, "but longer RTTs");
     assert!(
@@ -83,6 +83,7 @@ fn pdu_loss_with_persistent_arq_is_delay_not_loss_to_tcp() {
             > clean.result.links[2]
                 .l2
                 .as_ref()
+                .and_then(|x| x.rlc())
                 .unwrap()
                 .sdu_delay_p95_s
                 .unwrap()
@@ -102,10 +103,17 @@ fn max_dat_one_turns_pdu_loss_into_tcp_loss() {
         .find(|l| l.a == "rnc" && l.b == "ue")
         .unwrap();
     println!("{:?}\n{:?}", f, l);
-    assert!(l.drops_loss > 0, "SDUs discarded at MaxDAT");
-    assert_eq!(l.l2.as_ref().unwrap().pdus_retransmitted, 0);
+    assert!(l.counters.drops_loss > 0, "SDUs discarded at MaxDAT");
+    assert_eq!(
+        l.l2.as_ref()
+            .and_then(|x| x.rlc())
+            .unwrap()
+            .counters
+            .pdus_retransmitted,
+        0
+    );
     assert!(
-        f.retransmitted_segments > 0,
+        f.sender.retransmitted_segments > 0,
         "TCP repairs the discarded SDUs"
     );
 }
@@ -119,6 +127,6 @@ fn delivery_is_in_sequence_and_complete() {
     );
     let out = run(&sc);
     let f = &out.result.flows[0];
-    assert_eq!(f.retransmitted_segments, 0);
+    assert_eq!(f.sender.retransmitted_segments, 0);
     assert!(f.completion_time_s.is_some());
 }

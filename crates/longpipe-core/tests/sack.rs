@@ -23,16 +23,16 @@ fn three_losses_in_one_window_recovered_in_about_one_rtt() {
     let sack = run_traced(&scenario("newreno", true, &drops));
     let f = &sack.result.flows[0];
     assert_eq!(f.bytes_delivered, 3_000_000);
-    assert_eq!(f.timeouts, 0);
-    assert_eq!(f.fast_recoveries, 1);
-    assert_eq!(f.retransmitted_segments, 3);
+    assert_eq!(f.sender.timeouts, 0);
+    assert_eq!(f.sender.fast_recoveries, 1);
+    assert_eq!(f.sender.retransmitted_segments, 3);
     let t = retx_times(&sack);
     // all three holes are retransmitted within one RTT (~100 ms) of the first
     assert!(t[2] - t[0] < 0.1, "{t:?}");
     // NewReno without SACK needs one RTT per hole
     let plain = run_traced(&scenario("newreno", false, &drops));
     let tp = retx_times(&plain);
-    assert_eq!(plain.result.flows[0].retransmitted_segments, 3);
+    assert_eq!(plain.result.flows[0].sender.retransmitted_segments, 3);
     assert!(tp[2] - tp[0] > 0.19, "{tp:?}");
     assert!(f.completion_time_s.unwrap() < plain.result.flows[0].completion_time_s.unwrap());
 }
@@ -40,9 +40,9 @@ fn three_losses_in_one_window_recovered_in_about_one_rtt() {
 #[test]
 fn sack_blocks_appear_only_when_both_ends_agree() {
     let out = run_traced(&scenario("reno", true, &[40, 43, 46]));
-    assert_eq!(out.result.flows[0].timeouts, 0);
+    assert_eq!(out.result.flows[0].sender.timeouts, 0);
     assert_eq!(
-        out.result.flows[0].fast_recoveries, 1,
+        out.result.flows[0].sender.fast_recoveries, 1,
         "SACK recovery serves the Reno family too"
     );
     // Tahoe ignores SACK information and keeps its own recovery
@@ -60,7 +60,10 @@ fn scoreboard_cleared_after_rto_and_transfer_completes() {
     let out = run_traced(&scenario("newreno", true, &[40, 43, pos + 2]));
     let f = &out.result.flows[0];
     assert_eq!(f.bytes_delivered, 3_000_000);
-    assert!(f.timeouts >= 1, "the lost retransmission needs the RTO");
+    assert!(
+        f.sender.timeouts >= 1,
+        "the lost retransmission needs the RTO"
+    );
 }
 
 #[test]

@@ -14,9 +14,9 @@ fn newreno_single_loss_one_fast_retransmit_no_timeout() {
     let out = run_traced(&scenario("newreno", &[40]));
     let f = &out.result.flows[0];
     assert_eq!(f.bytes_delivered, 3_000_000);
-    assert_eq!(f.fast_recoveries, 1);
-    assert_eq!(f.timeouts, 0);
-    assert_eq!(f.retransmitted_segments, 1);
+    assert_eq!(f.sender.fast_recoveries, 1);
+    assert_eq!(f.sender.timeouts, 0);
+    assert_eq!(f.sender.retransmitted_segments, 1);
     // cwnd after recovery = ssthresh = half the flight at the loss.
     let tr = &out.traces[0].1;
     let i = tr
@@ -32,8 +32,8 @@ fn tahoe_single_loss_falls_to_one_segment() {
     let out = run_traced(&scenario("tahoe", &[40]));
     let f = &out.result.flows[0];
     assert_eq!(f.bytes_delivered, 3_000_000);
-    assert_eq!(f.fast_recoveries, 1);
-    assert_eq!(f.timeouts, 0);
+    assert_eq!(f.sender.fast_recoveries, 1);
+    assert_eq!(f.sender.timeouts, 0);
     let tr = &out.traces[0].1;
     let first_loss = tr.ssthresh.iter().position(|&s| s < u64::MAX / 8).unwrap();
     assert_eq!(
@@ -50,11 +50,11 @@ fn newreno_two_losses_in_one_window_one_recovery() {
     let f = &out.result.flows[0];
     assert_eq!(f.bytes_delivered, 3_000_000);
     assert_eq!(
-        f.fast_recoveries, 1,
+        f.sender.fast_recoveries, 1,
         "RFC 6582: partial ACK keeps the sender in recovery"
     );
-    assert_eq!(f.timeouts, 0);
-    assert_eq!(f.retransmitted_segments, 2);
+    assert_eq!(f.sender.timeouts, 0);
+    assert_eq!(f.sender.retransmitted_segments, 2);
 }
 
 #[test]
@@ -67,13 +67,13 @@ fn reno_two_losses_in_one_window_exits_early() {
     // which halves the window a second time.
     println!(
         "reno: fr {} to {} retx {}",
-        f.fast_recoveries, f.timeouts, f.retransmitted_segments
+        f.sender.fast_recoveries, f.sender.timeouts, f.sender.retransmitted_segments
     );
     assert!(
-        f.timeouts >= 1 || f.fast_recoveries >= 2,
+        f.sender.timeouts >= 1 || f.sender.fast_recoveries >= 2,
         "fr {} to {}",
-        f.fast_recoveries,
-        f.timeouts
+        f.sender.fast_recoveries,
+        f.sender.timeouts
     );
     // The recovery ended at the partial ACK: between the two retransmissions the sender
     // was out of recovery with cwnd = ssthresh (RFC 5681 §3.2 step 6).
@@ -99,9 +99,9 @@ fn lost_fast_retransmission_needs_rto_and_backs_off() {
     let out = run_traced(&scenario("newreno", &[40, rtx_index]));
     let f = &out.result.flows[0];
     assert_eq!(f.bytes_delivered, 3_000_000);
-    assert_eq!(f.fast_recoveries, 1);
+    assert_eq!(f.sender.fast_recoveries, 1);
     assert_eq!(
-        f.timeouts, 1,
+        f.sender.timeouts, 1,
         "the lost retransmission is repaired by the RTO"
     );
     // after the RTO cwnd is one segment (RFC 5681 §3.1 loss window)
@@ -136,8 +136,8 @@ fn limited_transmit_turns_a_small_window_timeout_into_a_fast_retransmit() {
     let plain = run(&sc(false));
     let lt = run(&sc(true));
     let (p, l) = (&plain.result.flows[0], &lt.result.flows[0]);
-    assert_eq!((p.timeouts, p.fast_recoveries), (1, 0));
-    assert_eq!((l.timeouts, l.fast_recoveries), (0, 1));
+    assert_eq!((p.sender.timeouts, p.sender.fast_recoveries), (1, 0));
+    assert_eq!((l.sender.timeouts, l.sender.fast_recoveries), (0, 1));
     assert_eq!(l.bytes_delivered, 100_000);
     assert!(l.completion_time_s.unwrap() + 0.5 < p.completion_time_s.unwrap());
 }

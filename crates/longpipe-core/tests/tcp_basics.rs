@@ -33,8 +33,8 @@ fn window_limited_goodput_is_rwnd_over_rtt() {
         f.goodput_bps,
         expect
     );
-    assert_eq!(f.retransmitted_segments, 0);
-    assert_eq!(f.timeouts, 0);
+    assert_eq!(f.sender.retransmitted_segments, 0);
+    assert_eq!(f.sender.timeouts, 0);
 }
 
 #[test]
@@ -86,8 +86,8 @@ fn capacity_limited_goodput_fills_the_link() {
             "{tcp}: goodput {:.0} ({:.3} of payload rate), fr {} to {}",
             f.goodput_bps,
             f.goodput_bps / payload_rate,
-            f.fast_recoveries,
-            f.timeouts
+            f.sender.fast_recoveries,
+            f.sender.timeouts
         );
         assert!(
             f.goodput_bps >= 0.95 * payload_rate,
@@ -118,7 +118,7 @@ fn sized_transfer_completes_with_handshake_and_fin() {
     // Forward packets: SYN, handshake ACK, 69 data segments (68 × 1460 + 720), FIN piggybacked.
     let fwd = &out.result.links[0];
     assert_eq!(
-        fwd.packets,
+        fwd.counters.packets,
         1 + 1 + 69 + 1,
         "SYN + ACK + data + ACK of the receiver's FIN"
     );

@@ -22,8 +22,9 @@ fn to_py_err(e: CoreError) -> PyErr {
 
 /// Runs a scenario given as JSON text.
 ///
-/// Returns (result_json, traces, pcaps): traces maps flow id -> dict of numpy columns;
-/// pcaps is a list of (spec, bytes).
+/// Returns (result_json, traces, pcaps, wall_s): traces maps flow id -> dict of numpy
+/// columns; pcaps is a list of (spec, bytes); wall_s is the simulation's wall time
+/// (kept out of the result, which is the same bytes for the same scenario and seed).
 #[pyfunction]
 #[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None))]
 fn run(
@@ -33,7 +34,7 @@ fn run(
     trace_all: bool,
     trace_flows: Option<Vec<usize>>,
     pcap: Option<Vec<String>>,
-) -> PyResult<(String, PyObject, Vec<(String, PyObject)>)> {
+) -> PyResult<(String, PyObject, Vec<(String, PyObject)>, f64)> {
     let trace = if trace_all {
         TraceSel::All
     } else {
@@ -51,8 +52,7 @@ fn run(
         let r = longpipe_core::run_json(&text, &opts);
         (r, t0.elapsed().as_secs_f64())
     });
-    let mut out = out.map_err(to_py_err)?;
-    out.result.sim.wall_s = wall;
+    let out = out.map_err(to_py_err)?;
     let json = out.result.to_json();
     let traces = PyDict::new_bound(py);
     for (id, t) in out.traces {
@@ -78,7 +78,7 @@ fn run(
         .into_iter()
         .map(|(s, b)| (s, PyBytes::new_bound(py, &b).into_any().unbind()))
         .collect();
-    Ok((json, traces.into_any().unbind(), pcaps))
+    Ok((json, traces.into_any().unbind(), pcaps, wall))
 }
 
 /// Parses and validates a scenario without running it; raises ScenarioError.

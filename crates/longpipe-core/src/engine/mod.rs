@@ -1,5 +1,8 @@
 //! The event queue: a min-heap ordered by (time, insertion sequence), so events at the
-//! same instant run in the order they were scheduled. Time never goes backwards.
+//! same instant run in the order they were scheduled. Time never goes backwards. And
+//! the [`driver`] that runs a network of elements on it.
+
+pub mod driver;
 
 use crate::time::SimTime;
 use std::cmp::Ordering;
@@ -72,6 +75,17 @@ impl<E> EventQueue<E> {
             ev,
         });
         self.seq += 1;
+    }
+
+    /// The time of the next event, if any.
+    pub fn peek_time(&self) -> Option<SimTime> {
+        self.heap.peek().map(|e| e.time)
+    }
+
+    /// Moves the clock forward to `t` (a wall-clock driver's present) without an event.
+    pub fn advance_to(&mut self, t: SimTime) {
+        debug_assert!(self.heap.peek().is_none_or(|e| e.time >= t));
+        self.now = self.now.max(t);
     }
 
     /// Pops the next event if it is due no later than `until`.

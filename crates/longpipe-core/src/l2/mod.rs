@@ -1,5 +1,32 @@
 //! Link layers that cut IP packets (SDUs) into smaller units with their own
-//! retransmission or discard rules. Each replaces a link direction's plain transmitter
-//! and is sans-IO: packets and `now` in, timed packets and a wake-up time out.
+//! retransmission or discard rules. Each is an [`crate::element::Element`] that replaces
+//! a link direction's plain queue and transmitter: SDUs in, timed SDUs out at the far
+//! end. One file per link layer and one arm in [`Layer2Spec`] / [`Layer2Config`].
 
 pub mod rlc;
+
+use crate::error::ScenarioError;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The scenario's `layer2 = { kind = ..., ... }` of one link direction.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Layer2Spec {
+    /// 3GPP TS 25.322 RLC acknowledged mode; the link rate is the bearer's payload rate.
+    RlcAm(rlc::RlcSpec),
+}
+
+/// A resolved link layer.
+#[derive(Debug, Clone)]
+pub enum Layer2Config {
+    RlcAm(rlc::RlcConfig),
+}
+
+impl Layer2Spec {
+    pub fn resolve(&self, path: &str) -> Result<Layer2Config, ScenarioError> {
+        Ok(match self {
+            Layer2Spec::RlcAm(s) => Layer2Config::RlcAm(s.resolve(path)?),
+        })
+    }
+}

@@ -1,147 +1,245 @@
-//! One direction of a duplex link: a queue, a transmitter of fixed rate, a loss model
-//! and a propagation delay.
+//! One direction of a link as a chain of stages: queue discipline → transmitter (fixed
+//! rate) → impairment (loss model) → delay line (propagation).
 //!
-//! Sans-IO: `enqueue` and `finish_tx` take `now` and return what happens next (a
-//! transmission end time, a packet to deliver at a time); the caller owns the clock and
-//! the event queue. This is the seam a link layer (RLC, ATM) replaces: anything that
-//! takes packets in and gives timed packets out.
+//! An [`Element`] generic over the unit it carries ([`Frame`]): the simulator's packets
+//! and the emulator's raw IPv4 buffers use this same code. Output port [`OUT`] leads to
+//! the far end, after the propagation delay; port [`TAP`], when enabled, receives a
+//! copy of every unit as its transmission starts (a capture point at the sending
+//! interface).
+//!
+//! Invariants: at most one unit is in transmission, and the queue is empty whenever
+//! the transmitter is idle; units leave in the order they were admitted; a unit is
+//! counted in `packets`/`bytes` when its transmission starts, in `drops_queue` when the
+//! queue refuses it and in `drops_loss` when the impairment takes it at the end of its
+//! transmission.
 
-use super::loss::LossState;
-use super::packet::Packet;
+use super::loss::{LossModel, LossState};
+use super::queue::{Queue, QueueConfig};
+use crate::element::{Element, Emit, Frame, PortId};
+use crate::stats::Peak;
 use crate::time::{Rate, SimDuration, SimTime};
-use crate::units::Limit;
-use std::collections::VecDeque;
+use serde::Serialize;
 
-#[derive(Debug, Clone, Default)]
-pub struct DirStats {
-    /// Packets put on the wire (counted when their transmission starts at/after warmup).
-    pub packets: u64,
-    pub bytes: u64,
-    pub drops_queue: u64,
-    pub drops_loss: u64,
-    /// Transmitter busy time after warmup, ns.
-    pub busy_ns: u64,
-    /// Largest queue occupancy seen (packets waiting, excluding the one in service).
-    pub max_queue: u64,
-}
+/// Output port toward the far end.
+pub const OUT: PortId = 0;
+/// Output port receiving a copy of each unit as its transmission starts.
+pub const TAP: PortId = 1;
 
-/// What `enqueue` did with a packet.
-#[derive(Debug)]
-pub enum Enqueued {
-    /// Transmitter was idle: transmission started and ends at this time.
-    Started(SimTime),
-    Queued,
-    /// Queue full: the packet is returned to the caller, dropped.
-    Dropped(Packet),
-}
-
-#[derive(Debug)]
-pub struct LinkDir {
+/// One resolved link direction.
+#[derive(Debug, Clone)]
+pub struct LinkDirConfig {
     pub rate: Rate,
+    /// One-way propagation delay.
     pub delay: SimDuration,
-    pub limit: Limit,
-    queue: VecDeque<Packet>,
-    queued_bytes: u64,
-    in_tx: Option<(Packet, SimTime)>,
-    loss: LossState,
-    warmup: SimTime,
-    pub stats: DirStats,
+    pub queue: QueueConfig,
+    pub loss: LossModel,
 }
 
-impl LinkDir {
-    pub fn new(
-        rate: Rate,
-        delay: SimDuration,
-        limit: Limit,
-        loss: LossState,
-        warmup: SimTime,
-    ) -> Self {
-        LinkDir {
-            rate,
-            delay,
-            limit,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
+crate::counters! {
+    /// Counters of a link direction. Serialized as the result's link fields.
+    #[derive(Serialize)]
+    pub struct LinkCounters {
+        /// Units whose transmission started.
+        pub packets: u64,
+        pub bytes: u64,
+        pub drops_queue: u64,
+        pub drops_loss: u64,
+        /// Largest queue occupancy seen (units waiting, excluding the one in
+        /// transmission), over the whole run.
+        #[serde(rename = "max_queue_packets")]
+        pub max_queue: Peak,
+        /// Transmitter busy time, ns.
+        #[serde(skip)]
+        pub busy_ns: u64,
+    }
+}
+
+pub struct LinkDirection<U> {
+    rate: Rate,
+    delay: SimDuration,
+    queue: Box<dyn Queue<U>>,
+    /// The unit in transmission, when it started and when it ends.
+    in_tx: Option<(U, SimTime, SimTime)>,
+    loss: LossState,
+    tap: bool,
+    c: LinkCounters,
+}
+
+impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
+    pub fn new(cfg: &LinkDirConfig, loss: LossState) -> Self {
+        LinkDirection {
+            rate: cfg.rate,
+            delay: cfg.delay,
+            queue: cfg.queue.build(),
             in_tx: None,
             loss,
-            warmup,
-            stats: DirStats::default(),
+            tap: false,
+            c: LinkCounters::default(),
         }
     }
 
-    fn start(&mut self, now: SimTime, pkt: Packet) -> SimTime {
-        let done = now + self.rate.tx_time(pkt.size as u64);
-        if now >= self.warmup {
-            self.stats.packets += 1;
-            self.stats.bytes += pkt.size as u64;
-        }
-        self.in_tx = Some((pkt, now));
-        done
+    /// Copies every unit to port [`TAP`] as its transmission starts.
+    pub fn enable_tap(&mut self) {
+        self.tap = true;
     }
 
-    /// The packet currently being serialized, if any.
-    pub fn in_transmission(&self) -> Option<&Packet> {
-        self.in_tx.as_ref().map(|(p, _)| p)
+    fn start(&mut self, now: SimTime, unit: U, out: &mut Vec<Emit<U>>) {
+        let size = unit.wire_len();
+        let done = now + self.rate.tx_time(size as u64);
+        self.c.packets += 1;
+        self.c.bytes += size as u64;
+        if self.tap {
+            out.push(Emit::Now {
+                port: TAP,
+                unit: unit.clone(),
+            });
+        }
+        self.in_tx = Some((unit, now, done));
     }
 
-    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> Enqueued {
-        if self.in_tx.is_none() {
-            debug_assert!(self.queue.is_empty());
-            return Enqueued::Started(self.start(now, pkt));
-        }
-        let fits = match self.limit {
-            Limit::Packets(n) => (self.queue.len() as u64) < n,
-            Limit::Bytes(b) => self.queued_bytes + pkt.size as u64 <= b,
-        };
-        if !fits {
-            if now >= self.warmup {
-                self.stats.drops_queue += 1;
-            }
-            return Enqueued::Dropped(pkt);
-        }
-        self.queued_bytes += pkt.size as u64;
-        self.queue.push_back(pkt);
-        self.stats.max_queue = self.stats.max_queue.max(self.queue.len() as u64);
-        Enqueued::Queued
-    }
-
-    /// Ends the current transmission at `now`. Returns the packet with its arrival time
-    /// at the far end (None if the loss model took it; it is then in `lost`), and the
-    /// end time of the next transmission if one started.
-    pub fn finish_tx(&mut self, now: SimTime) -> (Option<(SimTime, Packet)>, Option<SimTime>) {
-        let (pkt, started) = self
-            .in_tx
-            .take()
-            .expect("finish_tx with nothing in transmission");
-        if now > self.warmup {
-            self.stats.busy_ns += (now - started.max(self.warmup)).as_nanos();
-        }
-        let out = if self.loss.lose(pkt.size) {
-            if started >= self.warmup {
-                self.stats.drops_loss += 1;
-            }
-            None
-        } else {
-            Some((now + self.delay, pkt))
-        };
-        let next = self.queue.pop_front().map(|p| {
-            self.queued_bytes -= p.size as u64;
-            self.start(now, p)
-        });
-        (out, next)
-    }
-
-    /// Adds the busy time of a transmission still in progress at `end`.
-    pub fn close(&mut self, end: SimTime) {
-        if let Some((_, started)) = &self.in_tx {
-            let s = (*started).max(self.warmup);
-            if end > s {
-                self.stats.busy_ns += (end - s).as_nanos();
-            }
-        }
-    }
-
+    /// Units waiting (not counting the one in transmission).
     pub fn queue_len(&self) -> usize {
         self.queue.len()
+    }
+}
+
+impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
+    type Metrics = LinkCounters;
+
+    fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        if self.in_tx.is_none() {
+            debug_assert!(self.queue.is_empty());
+            self.start(now, unit, out);
+            return;
+        }
+        match self.queue.enqueue(now, unit) {
+            Ok(()) => self.c.max_queue.update(self.queue.len() as u64),
+            Err(_dropped) => self.c.drops_queue += 1,
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<SimTime> {
+        self.in_tx.as_ref().map(|t| t.2)
+    }
+
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
+        if self.in_tx.as_ref().is_none_or(|t| t.2 > now) {
+            return;
+        }
+        let (unit, started, _) = self.in_tx.take().expect("checked above");
+        self.c.busy_ns += (now - started).as_nanos();
+        if self.loss.lose(&unit) {
+            self.c.drops_loss += 1;
+        } else {
+            out.push(Emit::At {
+                at: now + self.delay,
+                port: OUT,
+                unit,
+            });
+        }
+        if let Some(next) = self.queue.dequeue(now) {
+            self.start(now, next, out);
+        }
+    }
+
+    fn metrics(&self, now: SimTime) -> LinkCounters {
+        let mut c = self.c.clone();
+        if let Some((_, started, _)) = &self.in_tx {
+            c.busy_ns += now.saturating_sub(*started).as_nanos();
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::queue::{Admission, QueueKind};
+    use crate::rng::RngStream;
+    use crate::stats::Since;
+    use crate::units::Limit;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct F(u32, u32); // (id, bytes)
+    impl Frame for F {
+        fn wire_len(&self) -> u32 {
+            self.1
+        }
+    }
+
+    fn link(limit: u64, loss: LossModel) -> LinkDirection<F> {
+        let cfg = LinkDirConfig {
+            rate: Rate(8_000_000), // 1 byte per us
+            delay: SimDuration::from_millis(10),
+            queue: QueueConfig {
+                kind: QueueKind::Droptail,
+                admission: Admission {
+                    limit: Limit::Packets(limit),
+                },
+            },
+            loss: loss.clone(),
+        };
+        LinkDirection::new(&cfg, LossState::new(loss, RngStream::new(1, "t")))
+    }
+
+    fn at(e: &Emit<F>) -> (SimTime, PortId, u32) {
+        match e {
+            Emit::At { at, port, unit } => (*at, *port, unit.0),
+            Emit::Now { port, unit } => (SimTime::MAX, *port, unit.0),
+        }
+    }
+
+    #[test]
+    fn serialises_in_order_and_delays_each_unit() {
+        let mut l = link(10, LossModel::None);
+        let mut out = vec![];
+        let t0 = SimTime(0);
+        l.handle(t0, 0, F(1, 1000), &mut out);
+        l.handle(t0, 0, F(2, 500), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(l.poll_timeout(), Some(SimTime(1_000_000)));
+        l.handle_timeout(SimTime(999_999), &mut out);
+        assert!(out.is_empty(), "nothing before the transmission ends");
+        l.handle_timeout(SimTime(1_000_000), &mut out);
+        assert_eq!(at(&out[0]), (SimTime(11_000_000), OUT, 1));
+        assert_eq!(l.poll_timeout(), Some(SimTime(1_500_000)));
+        l.handle_timeout(SimTime(1_500_000), &mut out);
+        assert_eq!(at(&out[1]), (SimTime(11_500_000), OUT, 2));
+        assert_eq!(l.poll_timeout(), None);
+        let m = l.metrics(SimTime(2_000_000));
+        assert_eq!((m.packets, m.bytes, m.busy_ns), (2, 1500, 1_500_000));
+        assert_eq!(m.max_queue, Peak(1));
+    }
+
+    #[test]
+    fn full_queue_drops_and_loss_takes_units_at_the_end_of_transmission() {
+        let mut l = link(1, LossModel::List { drop: vec![1] });
+        let mut out = vec![];
+        for i in 0..4 {
+            l.handle(SimTime(0), 0, F(i, 100), &mut out);
+        }
+        // 0 in transmission, 1 queued, 2 and 3 dropped
+        let m = l.metrics(SimTime(0));
+        assert_eq!((m.drops_queue, m.packets), (2, 1));
+        l.handle_timeout(SimTime(100_000), &mut out);
+        l.handle_timeout(SimTime(200_000), &mut out);
+        let ids: Vec<u32> = out.iter().map(|e| at(e).2).collect();
+        assert_eq!(ids, [0], "unit 1 (the second transmitted) is lost");
+        assert_eq!(l.metrics(SimTime(200_000)).drops_loss, 1);
+    }
+
+    #[test]
+    fn tap_copies_at_transmission_start_and_busy_time_splits_at_a_snapshot() {
+        let mut l = link(10, LossModel::None);
+        l.enable_tap();
+        let mut out = vec![];
+        l.handle(SimTime(0), 0, F(7, 1000), &mut out);
+        assert_eq!(at(&out[0]), (SimTime::MAX, TAP, 7));
+        let base = l.metrics(SimTime(400_000));
+        assert_eq!(base.busy_ns, 400_000);
+        l.handle_timeout(SimTime(1_000_000), &mut out);
+        let end = l.metrics(SimTime(3_000_000));
+        assert_eq!(end.since(&base).busy_ns, 600_000);
+        assert_eq!(end.since(&base).packets, 0);
     }
 }

@@ -1,78 +1,250 @@
-//! Packets as the simulator moves them: a TCP segment plus routing and size.
+//! The simulator's packet: a real IPv4 + TCP header (addresses, ports, 32-bit wrapping
+//! sequence numbers, the 16-bit window field, options) and a payload length. No payload
+//! bytes are carried. The same header converts to and from wire bytes
+//! ([`Packet::header`], [`Packet::from_header`]), so the pcap writer, the live emulator
+//! and the gateway daemon see exactly what the simulator's elements see.
+//!
+//! Addresses: node `i` of a scenario is `10.0.0.0 + i + 1` ([`node_addr`]); routing maps
+//! an address back to its node with [`addr_node`].
 
+use crate::element::{Class, Frame, TcpMeta};
 use crate::time::SimTime;
+use crate::wire::{SackBlocks, TcpIpHeader, TcpOptions};
 
-pub const FIN: u8 = 0x01;
-pub const SYN: u8 = 0x02;
-pub const RST: u8 = 0x04;
-pub const PSH: u8 = 0x08;
-pub const ACK: u8 = 0x10;
+pub use crate::wire::{ACK, CWR, ECE, FIN, PSH, RST, SYN};
 
 /// IPv4 (20 B) + TCP (20 B) headers without options.
 pub const TCPIP_HEADER: u32 = 40;
 
-/// SACK blocks carried by an ACK, as relative sequence numbers [left, right).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SackList {
-    pub n: u8,
-    pub blocks: [(u64, u64); 4],
+/// The IPv4 address of node `i`: 10.0.0.0 + i + 1.
+pub fn node_addr(i: usize) -> [u8; 4] {
+    let v = 0x0a00_0000u32 + i as u32 + 1;
+    v.to_be_bytes()
 }
 
-/// A TCP segment. Sequence numbers are relative and 64-bit (no wrap inside the
-/// simulator): each side's SYN is sequence 0; data starts at 1. The wire module turns
-/// them into 32-bit numbers offset by an initial sequence number.
+/// The node whose address is `a` (inverse of [`node_addr`]), if it is one.
+pub fn addr_node(a: [u8; 4]) -> Option<usize> {
+    let v = u32::from_be_bytes(a);
+    (v > 0x0a00_0000 && v < 0x0b00_0000).then(|| (v - 0x0a00_0001) as usize)
+}
+
+/// TCP options as carried by a simulated segment. SACK blocks are boxed so that a data
+/// packet stays small.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub mss: Option<u16>,
+    pub wscale: Option<u8>,
+    pub sack_permitted: bool,
+    pub timestamps: Option<(u32, u32)>,
+    pub sack: Option<Box<SackBlocks>>,
+}
+
+impl Options {
+    /// The codec's form.
+    pub fn to_wire(&self) -> TcpOptions {
+        TcpOptions {
+            mss: self.mss,
+            wscale: self.wscale,
+            sack_permitted: self.sack_permitted,
+            timestamps: self.timestamps,
+            sack: self.sack.as_deref().copied().unwrap_or_default(),
+        }
+    }
+
+    pub fn from_wire(o: &TcpOptions) -> Self {
+        Options {
+            mss: o.mss,
+            wscale: o.wscale,
+            sack_permitted: o.sack_permitted,
+            timestamps: o.timestamps,
+            sack: (o.sack.n > 0).then(|| Box::new(o.sack)),
+        }
+    }
+
+    /// Bytes of options on the wire (Linux layout, padded to 4).
+    pub fn encoded_len(&self) -> u32 {
+        if self.mss.is_none()
+            && self.wscale.is_none()
+            && !self.sack_permitted
+            && self.timestamps.is_none()
+            && self.sack.is_none()
+        {
+            return 0;
+        }
+        self.to_wire().encoded_len() as u32
+    }
+}
+
+/// A TCP segment as on the wire (RFC 9293 header fields; `len` payload bytes).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Segment {
-    /// True when sent by the flow's data sender (src -> dst).
-    pub from_sender: bool,
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub ack: u32,
     pub flags: u8,
-    pub seq: u64,
-    pub ack: u64,
-    /// Advertised window in bytes (already rounded to the window-scale granularity).
-    pub wnd: u64,
+    /// The window field as sent (right-shifted by the sender's window scale, except in
+    /// SYN segments).
+    pub window: u16,
+    pub opts: Options,
     /// Payload bytes.
     pub len: u32,
-    /// Options on a SYN: (mss, wscale shift, sack-permitted).
-    pub syn_opts: Option<(u16, u8, bool)>,
-    /// SACK option (None when absent; boxed to keep data packets small).
-    pub sack: Option<Box<SackList>>,
 }
 
 impl Segment {
-    /// Bytes of TCP options on the wire, padded to 4 (Linux layout).
-    pub fn options_len(&self) -> u32 {
-        let mut n = 0;
-        if let Some((_, _, sack_ok)) = self.syn_opts {
-            n += 4 + 4 + if sack_ok { 4 } else { 0 }; // MSS; NOP+WS; NOP,NOP,SACK-OK
-        }
-        if let Some(s) = &self.sack {
-            if s.n > 0 {
-                n += 4 + 8 * s.n as u32; // NOP,NOP,kind,len + blocks
-            }
-        }
-        n
-    }
     /// Sequence space consumed: payload + SYN + FIN.
-    pub fn seq_len(&self) -> u64 {
-        self.len as u64 + (self.flags & SYN != 0) as u64 + (self.flags & FIN != 0) as u64
-    }
-    pub fn end(&self) -> u64 {
-        self.seq + self.seq_len()
+    pub fn seq_len(&self) -> u32 {
+        self.len + (self.flags & SYN != 0) as u32 + (self.flags & FIN != 0) as u32
     }
 }
 
-/// A packet in flight.
+/// An IPv4/TCP packet in flight.
 #[derive(Clone, Debug)]
 pub struct Packet {
-    /// Unique, in creation order.
+    /// Unique per run, in order of creation (the driver stamps it); the IPv4 ID field.
     pub uid: u64,
-    pub flow: u32,
-    pub src: u32,
-    pub dst: u32,
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
     /// IPv4 total length in bytes (headers + options + payload).
     pub size: u32,
-    /// 0 = normal; larger = lower priority (served and dropped after class 0).
-    pub prio: u8,
+    pub class: Class,
     pub created: SimTime,
     pub seg: Segment,
+}
+
+/// A packet's uid before the driver stamps it.
+pub const UNSTAMPED: u64 = u64::MAX;
+
+impl Packet {
+    /// A new packet from `src` to `dst` carrying `seg`; its size follows from the
+    /// options and payload.
+    pub fn new(now: SimTime, src: [u8; 4], dst: [u8; 4], seg: Segment) -> Packet {
+        Packet {
+            uid: UNSTAMPED,
+            src,
+            dst,
+            size: TCPIP_HEADER + seg.opts.encoded_len() + seg.len,
+            class: Class::Normal,
+            created: now,
+            seg,
+        }
+    }
+
+    /// The header as the codec writes it: IPv4 ID from the uid, TTL 64, DF.
+    pub fn header(&self) -> TcpIpHeader {
+        TcpIpHeader {
+            src_ip: self.src,
+            dst_ip: self.dst,
+            ip_id: self.uid as u16,
+            ttl: 64,
+            src_port: self.seg.sport,
+            dst_port: self.seg.dport,
+            seq: self.seg.seq,
+            ack: self.seg.ack,
+            flags: self.seg.flags,
+            window: self.seg.window,
+            options: self.seg.opts.to_wire(),
+            payload_len: self.seg.len,
+        }
+    }
+
+    /// The packet a parsed header describes (payload bytes are not kept).
+    pub fn from_header(now: SimTime, uid: u64, h: &TcpIpHeader) -> Packet {
+        let seg = Segment {
+            sport: h.src_port,
+            dport: h.dst_port,
+            seq: h.seq,
+            ack: h.ack,
+            flags: h.flags,
+            window: h.window,
+            opts: Options::from_wire(&h.options),
+            len: h.payload_len,
+        };
+        Packet {
+            uid,
+            src: h.src_ip,
+            dst: h.dst_ip,
+            size: h.total_len() as u32,
+            class: Class::Normal,
+            created: now,
+            seg,
+        }
+    }
+}
+
+impl Frame for Packet {
+    fn wire_len(&self) -> u32 {
+        self.size
+    }
+    fn class(&self) -> Class {
+        self.class
+    }
+    fn tcp_meta(&self) -> Option<TcpMeta> {
+        Some(TcpMeta {
+            src: self.src,
+            dst: self.dst,
+            sport: self.seg.sport,
+            dport: self.seg.dport,
+            seq: self.seg.seq,
+            flags: self.seg.flags,
+            len: self.seg.len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::parse;
+
+    #[test]
+    fn addresses_round_trip() {
+        assert_eq!(node_addr(0), [10, 0, 0, 1]);
+        assert_eq!(node_addr(255), [10, 0, 1, 0]);
+        for i in [0, 1, 254, 255, 65_535, 1 << 20] {
+            assert_eq!(addr_node(node_addr(i)), Some(i));
+        }
+        assert_eq!(addr_node([10, 0, 0, 0]), None);
+        assert_eq!(addr_node([192, 168, 0, 1]), None);
+    }
+
+    #[test]
+    fn size_counts_options_and_codec_round_trips() {
+        let mut seg = Segment {
+            sport: 49_152,
+            dport: 5001,
+            seq: 0xffff_fff0,
+            ack: 7,
+            flags: SYN | ACK,
+            window: 65_535,
+            len: 0,
+            opts: Options {
+                mss: Some(1460),
+                wscale: Some(7),
+                sack_permitted: true,
+                ..Default::default()
+            },
+        };
+        let p = Packet::new(SimTime(5), node_addr(1), node_addr(2), seg.clone());
+        assert_eq!(p.size, 40 + 12);
+        let mut bytes = vec![];
+        p.header().emit_with_zero_payload(&mut bytes);
+        let (h, ck) = parse(&bytes).unwrap();
+        assert!(ck.all_ok());
+        let q = Packet::from_header(SimTime(5), p.uid, &h);
+        assert_eq!(
+            (q.seg.clone(), q.size, q.src, q.dst),
+            (seg.clone(), p.size, p.src, p.dst)
+        );
+
+        seg.flags = ACK;
+        seg.opts = Options {
+            sack: Some(Box::new(SackBlocks::from_slice(&[(1, 2), (3, 4), (5, 6)]))),
+            ..Default::default()
+        };
+        seg.len = 100;
+        let p = Packet::new(SimTime(0), node_addr(1), node_addr(2), seg);
+        assert_eq!(p.size, 40 + 4 + 24 + 100);
+        assert_eq!(p.wire_len(), p.size);
+    }
 }

@@ -1,29 +1,19 @@
-//! TCP: sender (with congestion control and loss recovery plug-ins), receiver, RTT
-//! estimation. Both endpoints are sans-IO: they take `now` and a segment, push the
-//! segments they emit into a Vec, and report their next timer deadline.
+//! TCP: endpoints (sender, receiver) with congestion control and loss recovery as
+//! plug-ins, RTT estimation, the SACK scoreboard, and the endpoint element that puts
+//! them on the wire. Sender and receiver are sans-IO: they take `now` and a segment,
+//! push the segments they emit into a Vec, and report their next timer deadline.
 
 pub mod cc;
+pub mod config;
+pub mod endpoint;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;
 pub mod sack;
+pub mod seg;
 pub mod sender;
-
-use crate::scenario::TcpKind;
-use cc::hybla::{Hybla, HyblaConfig};
-use cc::reno::Reno;
-use cc::CongestionControl;
-use recovery::RecoveryKind;
-
-/// The congestion control and loss recovery of a `tcp = ...` choice.
-pub fn controller(kind: TcpKind, hybla: HyblaConfig) -> (Box<dyn CongestionControl>, RecoveryKind) {
-    match kind {
-        TcpKind::Tahoe => (Box::new(Reno), RecoveryKind::Tahoe),
-        TcpKind::Reno => (Box::new(Reno), RecoveryKind::Reno),
-        TcpKind::Newreno => (Box::new(Reno), RecoveryKind::NewReno),
-        TcpKind::Hybla => (Box::new(Hybla::new(hybla)), RecoveryKind::NewReno),
-    }
-}
+pub mod seq;
+pub mod tx;
 
 /// Opt-in per-flow time series, kept as columns.
 #[derive(Debug, Clone, Default)]

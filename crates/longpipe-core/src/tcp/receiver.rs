@@ -6,7 +6,8 @@
 //! application, which reads at once (so the advertised window stays the buffer size;
 //! out-of-order data waits in a reassembly queue as in 4.4BSD).
 
-use crate::net::packet::{SackList, Segment, ACK, FIN, SYN};
+use super::seg::{SackList, Seg, ACK, FIN, SYN};
+use crate::stats::Last;
 use crate::time::{SimDuration, SimTime};
 
 #[derive(Debug, Clone)]
@@ -17,7 +18,6 @@ pub struct ReceiverConfig {
     pub delayed_ack_timeout: SimDuration,
     pub sack: bool,
     pub app_bytes: Option<u64>,
-    pub warmup: SimTime,
 }
 
 /// RFC 7323 §2.3: smallest shift so that the buffer fits 16 bits, at most 14.
@@ -53,10 +53,17 @@ pub struct Receiver {
     our_seq: u64,
     unacked_segs: u32,
     delack_deadline: Option<SimTime>,
-    /// Data bytes delivered in order to the application (all / since warmup).
-    pub delivered: u64,
-    pub delivered_measured: u64,
-    pub completed_at: Option<SimTime>,
+    pub stats: ReceiverCounters,
+}
+
+crate::counters! {
+    /// Counters of a data receiver.
+    pub struct ReceiverCounters {
+        /// Data bytes delivered in order to the application.
+        pub delivered: u64,
+        /// When the last byte of a sized transfer was delivered.
+        pub completed_at: Last<Option<SimTime>>,
+    }
 }
 
 impl Receiver {
@@ -76,9 +83,7 @@ impl Receiver {
             our_seq: 1,
             unacked_segs: 0,
             delack_deadline: None,
-            delivered: 0,
-            delivered_measured: 0,
-            completed_at: None,
+            stats: ReceiverCounters::default(),
         }
     }
 
@@ -89,7 +94,7 @@ impl Receiver {
     /// For an application that does not read at once (a split gateway): `unread` bytes
     /// are held, so the window is the buffer minus them. Sends a window update when the
     /// window has opened by at least two segments since it was last advertised.
-    pub fn set_unread(&mut self, unread: u64, out: &mut Vec<Segment>) {
+    pub fn set_unread(&mut self, unread: u64, out: &mut Vec<Seg>) {
         let free = self.cfg.buffer.saturating_sub(unread);
         let wnd = (free >> self.wscale) << self.wscale;
         let opened = wnd >= self.adv_wnd + 2 * self.cfg.mss as u64;
@@ -127,11 +132,10 @@ impl Receiver {
         (l.n > 0).then(|| Box::new(l))
     }
 
-    fn ack(&mut self, out: &mut Vec<Segment>, extra_flags: u8) {
+    fn ack(&mut self, out: &mut Vec<Seg>, extra_flags: u8) {
         self.unacked_segs = 0;
         self.delack_deadline = None;
-        out.push(Segment {
-            from_sender: false,
+        out.push(Seg {
             flags: ACK | extra_flags,
             seq: self.our_seq,
             ack: self.rcv_nxt,
@@ -145,7 +149,7 @@ impl Receiver {
         }
     }
 
-    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Segment>) {
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Seg>) {
         if let Some(d) = self.delack_deadline {
             if d <= now {
                 self.ack(out, 0);
@@ -153,7 +157,7 @@ impl Receiver {
         }
     }
 
-    pub fn on_segment(&mut self, now: SimTime, seg: &Segment, out: &mut Vec<Segment>) {
+    pub fn on_segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
         if seg.flags & SYN != 0 {
             // First SYN or a retransmitted one: (re)send the SYN-ACK. The window in a
             // SYN segment is never scaled (RFC 7323 §2.2).
@@ -162,8 +166,7 @@ impl Receiver {
                 self.rcv_nxt = 1;
                 self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
             }
-            out.push(Segment {
-                from_sender: false,
+            out.push(Seg {
                 flags: SYN | ACK,
                 seq: 0,
                 ack: 1,
@@ -230,13 +233,16 @@ impl Receiver {
     }
 
     fn deliver(&mut self, now: SimTime, bytes: u64) {
-        self.delivered += bytes;
-        if now >= self.cfg.warmup {
-            self.delivered_measured += bytes;
+        let st = &mut self.stats;
+        st.delivered += bytes;
+        if st.completed_at.0.is_none() && self.cfg.app_bytes == Some(st.delivered) {
+            st.completed_at = Last(Some(now));
         }
-        if self.completed_at.is_none() && self.cfg.app_bytes == Some(self.delivered) {
-            self.completed_at = Some(now);
-        }
+    }
+
+    /// Data bytes delivered in order to the application so far.
+    pub fn delivered(&self) -> u64 {
+        self.stats.delivered
     }
 
     /// Moves the block holding `seq` to the front of the recency list; forgets blocks
@@ -286,13 +292,11 @@ mod tests {
             delayed_ack_timeout: SimDuration::from_millis(200),
             sack: false,
             app_bytes: None,
-            warmup: SimTime::ZERO,
         });
         let mut out = vec![];
         r.on_segment(
             SimTime(0),
-            &Segment {
-                from_sender: true,
+            &Seg {
                 flags: SYN,
                 ..Default::default()
             },
@@ -302,9 +306,8 @@ mod tests {
         r
     }
 
-    fn data(seq: u64) -> Segment {
-        Segment {
-            from_sender: true,
+    fn data(seq: u64) -> Seg {
+        Seg {
             flags: ACK,
             seq,
             ack: 1,
@@ -356,6 +359,6 @@ mod tests {
         assert_eq!(out[2].ack, 2001); // partial gap fill, immediate
         r.on_segment(SimTime(4), &data(2001), &mut out);
         assert_eq!(out[3].ack, 4001);
-        assert_eq!(r.delivered, 4000);
+        assert_eq!(r.delivered(), 4000);
     }
 }

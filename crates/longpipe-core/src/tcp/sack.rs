@@ -5,7 +5,7 @@
 //! answers RFC 6675's questions: IsLost, SetPipe (`pipe`) and NextSeg.
 //! Invariant: segments are contiguous, ordered, and none is below snd_una.
 
-use crate::net::packet::SackList;
+use super::seg::SackList;
 use crate::time::SimTime;
 use std::collections::VecDeque;
 

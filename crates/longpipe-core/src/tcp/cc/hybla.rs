@@ -13,25 +13,74 @@
 //! - [`HyblaArith::Float`] is the paper's form with a real-valued ρ and window.
 
 use super::{additive_increase, slow_start, CaState, CcState, CongestionControl};
+use crate::error::{err, ScenarioError};
 use crate::time::SimDuration;
+use crate::units::Duration;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The flow's `hybla = { ... }` table (only with `tcp = "hybla"`).
+#[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct HyblaSpec {
+    /// Reference RTT (default 25ms, as Linux).
+    #[serde(default)]
+    pub rtt0: Option<Duration>,
+    /// "fixed" (Linux fixed-point, default) or "float" (the paper's real-valued form).
+    #[serde(default)]
+    pub arithmetic: Option<HyblaArith>,
+    /// RTT for rho: "min-srtt" (Linux, default) or "min-rtt" (smallest sample).
+    #[serde(default)]
+    pub rho_from: Option<RhoSource>,
+    /// Initial window: "rho" (Linux: floor(rho) segments, default), "iw" (the flow's iw),
+    /// "iw-times-rho" (ns-3).
+    #[serde(default)]
+    pub initial_window: Option<HyblaInitialWindow>,
+    /// ssthresh after a loss: "flight" (max(FlightSize/2, 2 MSS), as NewReno and ns-2;
+    /// default) or "cwnd" (Linux: max(cwnd/2, 2)).
+    #[serde(default)]
+    pub ssthresh: Option<LossSsthresh>,
+}
+
+impl HyblaSpec {
+    pub fn resolve(spec: Option<&HyblaSpec>, path: &str) -> Result<HyblaConfig, ScenarioError> {
+        let d = HyblaConfig::default();
+        let Some(h) = spec else { return Ok(d) };
+        let c = HyblaConfig {
+            rtt0: h.rtt0.map(|r| r.0).unwrap_or(d.rtt0),
+            arith: h.arithmetic.unwrap_or(d.arith),
+            rho_source: h.rho_from.unwrap_or(d.rho_source),
+            initial_window: h.initial_window.unwrap_or(d.initial_window),
+            loss_ssthresh: h.ssthresh.unwrap_or(d.loss_ssthresh),
+        };
+        if c.rtt0.0 == 0 {
+            return err(format!("{path}.rtt0"), "must be positive");
+        }
+        Ok(c)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum HyblaArith {
     Fixed,
     Float,
 }
 
 /// Where ρ's RTT comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum RhoSource {
     /// The smallest smoothed RTT seen (Linux).
     MinSrtt,
     /// The smallest RTT sample seen.
+    #[serde(rename = "min-rtt")]
     MinSample,
 }
 
 /// The initial congestion window once ρ is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum HyblaInitialWindow {
     /// cwnd = ⌊ρ⌋ segments (Linux `hybla_init`).
     Rho,
@@ -42,7 +91,8 @@ pub enum HyblaInitialWindow {
 }
 
 /// ssthresh after a loss.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum LossSsthresh {
     /// max(FlightSize/2, 2·SMSS), as NewReno (RFC 6582) and as ns-2, which halves
     /// min(cwnd, rwnd). The default: the paper's model assumes this.
@@ -54,7 +104,7 @@ pub enum LossSsthresh {
     Cwnd,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HyblaConfig {
     pub rtt0: SimDuration,
     pub arith: HyblaArith,

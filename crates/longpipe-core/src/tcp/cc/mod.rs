@@ -12,6 +12,26 @@ pub mod reno;
 
 use crate::time::{SimDuration, SimTime};
 
+/// A congestion control and its options, resolved from a flow's `tcp` and option
+/// tables. One arm per algorithm; [`CcConfig::build`] is the only place that names the
+/// algorithms' types.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CcConfig {
+    /// RFC 5681 slow start and congestion avoidance.
+    Reno,
+    /// TCP Hybla.
+    Hybla(hybla::HyblaConfig),
+}
+
+impl CcConfig {
+    pub fn build(&self) -> Box<dyn CongestionControl> {
+        match self {
+            CcConfig::Reno => Box::new(reno::Reno),
+            CcConfig::Hybla(c) => Box::new(hybla::Hybla::new(*c)),
+        }
+    }
+}
+
 /// Sender state a congestion control may read and change.
 #[derive(Debug, Clone)]
 pub struct CcState {

@@ -13,49 +13,23 @@
 //! Simplifications (documented in docs/notes/rlc.md): STATUS and MRW travel on the
 //! reverse direction after its delay plus one TTI, without loss and without using its
 //! capacity; PDU payload accounting ignores length indicators.
+//!
+//! An [`Element`] generic over the SDU it carries ([`Frame`]): output port [`OUT`]
+//! delivers SDUs at the far end; port [`TAP`], when enabled, gets a copy of every SDU
+//! the buffer accepts.
 
+mod config;
+
+pub use config::{RlcConfig, RlcCounters, RlcReport, RlcSpec};
+
+use crate::element::{Element, Emit, Frame, PortId};
 use crate::net::loss::LossState;
-use crate::net::packet::Packet;
+use crate::net::queue::Admission;
+use crate::stats::Last;
 use crate::time::{Rate, SimDuration, SimTime};
-use crate::units::Limit;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-#[derive(Debug, Clone)]
-pub struct RlcConfig {
-    pub pdu_payload: u32,
-    pub header: u32,
-    pub tti: SimDuration,
-    pub window: u64,
-    pub max_dat: u32,
-    /// 0 = off
-    pub poll_pdu: u32,
-    /// Poll when the transmit window is this many percent full and no poll is
-    /// outstanding (TS 25.322 Poll_Window); 0 = off.
-    pub poll_window: u32,
-    pub poll_timer: SimDuration,
-    pub poll_prohibit: SimDuration,
-    pub status_prohibit: SimDuration,
-    /// Fixed processing delay added to every PDU and to every delivered SDU.
-    pub pdu_delay: SimDuration,
-    pub sdu_delay: SimDuration,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RlcStats {
-    pub pdus_sent: u64,
-    pub pdus_retransmitted: u64,
-    pub pdus_lost: u64,
-    pub status_sent: u64,
-    pub polls: u64,
-    pub sdus_in: u64,
-    pub sdus_delivered: u64,
-    pub sdus_discarded: u64,
-    pub sdus_dropped_queue: u64,
-    /// Per delivered SDU: from entering RLC to delivery, ns.
-    pub sdu_delay_ns: Vec<u64>,
-    pub slots_used: u64,
-    pub slots_total: u64,
-}
+pub use crate::net::link::{OUT, TAP};
 
 #[derive(Debug, Clone)]
 struct Pdu {
@@ -81,20 +55,22 @@ struct Status {
     nacks: Vec<u64>,
 }
 
-pub struct RlcLink {
+pub struct RlcLink<U> {
     cfg: RlcConfig,
     pdus_per_tti: u32,
     delay: SimDuration,
     rev_delay: SimDuration,
-    limit: Limit,
+    admission: Admission,
     loss: LossState,
-    warmup: SimTime,
+    /// The time of the last call (poll_timeout answers relative to it).
+    now: SimTime,
+    tap: bool,
     // sender
     sdu_q: VecDeque<(u64, u32)>,
     queued_bytes: u64,
     head_used: u32,
     next_sdu: u64,
-    packets: BTreeMap<u64, (Packet, SimTime)>,
+    packets: BTreeMap<u64, (U, SimTime)>,
     tx: VecDeque<TxPdu>,
     vt_a: u64,
     vt_s: u64,
@@ -116,18 +92,19 @@ pub struct RlcLink {
     last_status: Option<SimTime>,
     discarded: BTreeSet<u64>,
     last_tti: Option<SimTime>,
-    pub stats: RlcStats,
+    pub stats: RlcCounters,
 }
 
-impl RlcLink {
+impl<U: Frame + Clone> RlcLink<U> {
+    /// An RLC AM bearer of payload rate `rate` whose PDUs take `delay` and whose STATUS
+    /// PDUs come back after `rev_delay`; its SDU buffer admits by `admission`.
     pub fn new(
         cfg: RlcConfig,
         rate: Rate,
         delay: SimDuration,
         rev_delay: SimDuration,
-        limit: Limit,
+        admission: Admission,
         loss: LossState,
-        warmup: SimTime,
     ) -> Self {
         let bits = rate.bps() as u128 * cfg.tti.as_nanos() as u128 / 1_000_000_000;
         let pdus_per_tti = ((bits / (cfg.pdu_payload as u128 * 8)) as u32).max(1);
@@ -136,9 +113,10 @@ impl RlcLink {
             pdus_per_tti,
             delay,
             rev_delay,
-            limit,
+            admission,
             loss,
-            warmup,
+            now: SimTime::ZERO,
+            tap: false,
             sdu_q: VecDeque::new(),
             queued_bytes: 0,
             head_used: 0,
@@ -163,7 +141,7 @@ impl RlcLink {
             last_status: None,
             discarded: BTreeSet::new(),
             last_tti: None,
-            stats: RlcStats::default(),
+            stats: RlcCounters::default(),
         }
     }
 
@@ -171,26 +149,27 @@ impl RlcLink {
         self.pdus_per_tti
     }
 
+    /// Copies every SDU the buffer accepts to port [`TAP`].
+    pub fn enable_tap(&mut self) {
+        self.tap = true;
+    }
+
     /// An SDU from the IP layer; returns it back if the SDU buffer is full.
-    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> Result<(), Packet> {
-        let fits = match self.limit {
-            Limit::Packets(n) => (self.sdu_q.len() as u64) < n,
-            Limit::Bytes(b) => self.queued_bytes + pkt.size as u64 <= b,
-        };
-        if !fits {
-            if now >= self.warmup {
-                self.stats.sdus_dropped_queue += 1;
-            }
-            return Err(pkt);
+    pub fn enqueue(&mut self, now: SimTime, sdu: U) -> Result<(), U> {
+        let size = sdu.wire_len();
+        if !self
+            .admission
+            .admits(self.sdu_q.len(), self.queued_bytes, size)
+        {
+            self.stats.sdus_dropped_queue += 1;
+            return Err(sdu);
         }
-        if now >= self.warmup {
-            self.stats.sdus_in += 1;
-        }
+        self.stats.sdus_in += 1;
         let id = self.next_sdu;
         self.next_sdu += 1;
-        self.queued_bytes += pkt.size as u64;
-        self.sdu_q.push_back((id, pkt.size));
-        self.packets.insert(id, (pkt, now));
+        self.queued_bytes += size as u64;
+        self.sdu_q.push_back((id, size));
+        self.packets.insert(id, (sdu, now));
         Ok(())
     }
 
@@ -239,7 +218,7 @@ impl RlcLink {
 
     /// Runs everything due at `now`; SDUs delivered to the far end go to `out` with
     /// their delivery times (>= now).
-    pub fn on_wake(&mut self, now: SimTime, out: &mut Vec<(SimTime, Packet)>) {
+    pub fn on_wake(&mut self, now: SimTime, out: &mut Vec<(SimTime, U)>) {
         while self.pdu_flight.front().is_some_and(|(a, _)| *a <= now) {
             let (_, pdu) = self.pdu_flight.pop_front().unwrap();
             self.receive(now, pdu, out);
@@ -274,10 +253,6 @@ impl RlcLink {
     }
 
     fn tti(&mut self, now: SimTime) {
-        let counting = now >= self.warmup;
-        if counting {
-            self.stats.slots_total += self.pdus_per_tti as u64;
-        }
         let mut slots = self.pdus_per_tti;
         while slots > 0 {
             let (pdu, retransmission) = if let Some(sn) = self.retx.pop_first() {
@@ -338,21 +313,15 @@ impl RlcLink {
                 self.last_poll = Some(now);
                 self.poll_sn = self.vt_s;
                 self.poll_deadline = Some(now + self.cfg.poll_timer);
-                if counting {
-                    self.stats.polls += 1;
-                }
+                self.stats.polls += 1;
             }
-            if counting {
-                self.stats.pdus_sent += 1;
-                self.stats.slots_used += 1;
-                if retransmission {
-                    self.stats.pdus_retransmitted += 1;
-                }
+            self.stats.pdus_sent += 1;
+            self.stats.slots_used += 1;
+            if retransmission {
+                self.stats.pdus_retransmitted += 1;
             }
-            if self.loss.lose(self.cfg.pdu_payload + self.cfg.header) {
-                if counting {
-                    self.stats.pdus_lost += 1;
-                }
+            if self.loss.lose_bytes(self.cfg.pdu_payload + self.cfg.header) {
+                self.stats.pdus_lost += 1;
             } else {
                 let arrive = now + self.cfg.tti + self.delay + self.cfg.pdu_delay;
                 self.pdu_flight.push_back((arrive, pdu));
@@ -405,7 +374,7 @@ impl RlcLink {
             }
         }
         for id in lo..=hi {
-            if self.packets.remove(&id).is_some() && now >= self.warmup {
+            if self.packets.remove(&id).is_some() {
                 self.stats.sdus_discarded += 1;
             }
         }
@@ -445,7 +414,7 @@ impl RlcLink {
         }
     }
 
-    fn receive(&mut self, now: SimTime, pdu: Pdu, out: &mut Vec<(SimTime, Packet)>) {
+    fn receive(&mut self, now: SimTime, pdu: Pdu, out: &mut Vec<(SimTime, U)>) {
         let sn = pdu.sn;
         let poll = pdu.poll;
         if sn >= self.vr_r && !self.rx.contains_key(&sn) {
@@ -468,17 +437,16 @@ impl RlcLink {
         }
     }
 
-    fn advance_receiver(&mut self, now: SimTime, out: &mut Vec<(SimTime, Packet)>) {
+    fn advance_receiver(&mut self, now: SimTime, out: &mut Vec<(SimTime, U)>) {
         loop {
             if let Some(p) = self.rx.remove(&self.vr_r) {
                 for id in p.ends {
                     if let Some((pkt, t_in)) = self.packets.remove(&id) {
-                        if now >= self.warmup {
-                            self.stats.sdus_delivered += 1;
-                            self.stats
-                                .sdu_delay_ns
-                                .push((now - t_in).as_nanos() + self.cfg.sdu_delay.as_nanos());
-                        }
+                        self.stats.sdus_delivered += 1;
+                        self.stats
+                            .sdu_delay_ns
+                            .0
+                            .push((now - t_in).as_nanos() + self.cfg.sdu_delay.as_nanos());
                         out.push((now + self.cfg.sdu_delay, pkt));
                     }
                 }
@@ -493,9 +461,7 @@ impl RlcLink {
     fn send_status(&mut self, now: SimTime) {
         self.status_wanted = false;
         self.last_status = Some(now);
-        if now >= self.warmup {
-            self.stats.status_sent += 1;
-        }
+        self.stats.status_sent += 1;
         let nacks = (self.vr_r..self.vr_h)
             .filter(|s| !self.rx.contains_key(s) && !self.discarded.contains(s))
             .collect();
@@ -506,5 +472,41 @@ impl RlcLink {
         };
         self.status_flight
             .push_back((now + self.rev_delay + self.cfg.tti, st));
+    }
+}
+
+impl<U: Frame + Clone> Element<U> for RlcLink<U> {
+    type Metrics = RlcCounters;
+
+    fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        self.now = now;
+        let copy = self.tap.then(|| unit.clone());
+        if self.enqueue(now, unit).is_ok() {
+            if let Some(unit) = copy {
+                out.push(Emit::Now { port: TAP, unit });
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<SimTime> {
+        self.next_wake(self.now)
+    }
+
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
+        self.now = now;
+        let mut delivered = Vec::new();
+        self.on_wake(now, &mut delivered);
+        out.extend(delivered.into_iter().map(|(at, unit)| Emit::At {
+            at,
+            port: OUT,
+            unit,
+        }));
+    }
+
+    fn metrics(&self, now: SimTime) -> RlcCounters {
+        let mut c = self.stats.clone();
+        c.ttis = now.0.div_ceil(self.cfg.tti.as_nanos());
+        c.pdus_per_tti = Last(self.pdus_per_tti);
+        c
     }
 }

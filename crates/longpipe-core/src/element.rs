@@ -1,0 +1,108 @@
+//! The protocol every network element speaks, and what an element needs to know about
+//! the unit it moves.
+//!
+//! An element is sans-IO, in the shape of quinn-proto and smoltcp: it is handed a unit
+//! with [`Element::handle`], tells when it next wants to run with
+//! [`Element::poll_timeout`], is run then with [`Element::handle_timeout`], and emits
+//! units through numbered output ports into an out-vector. It never reads a clock,
+//! never schedules an event and never knows what its ports are wired to: a driver owns
+//! time, wiring and statistics. The simulator's event loop is one driver
+//! ([`crate::sim`]); the live emulator and the gateway daemon drive the same elements
+//! from a wall clock.
+//!
+//! Elements are generic over the unit they move where they can be ([`Frame`]): a queue,
+//! a transmitter, a loss model or a delay line needs only a unit's wire length and its
+//! class, so a simulated packet, an ATM cell and a raw IPv4 buffer from a TUN device
+//! pass through the same code.
+//!
+//! Invariants a driver relies on: `handle_timeout(now)` is only called at or after the
+//! time `poll_timeout()` returned; an `Emit::At` time is never before the `now` of the
+//! call that emitted it; an element's `poll_timeout` may change only through its own
+//! calls.
+
+use crate::time::SimTime;
+
+/// An element's id in its driver.
+pub type ElemId = u32;
+/// An element's input or output port number.
+pub type PortId = u16;
+
+/// Traffic class of a unit: what a queue discipline may treat differently.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Class {
+    /// Normal traffic.
+    #[default]
+    Normal,
+    /// Low priority: served after and dropped before normal traffic where a queue
+    /// discipline distinguishes them (TCP-Peach probes, ATM cells tagged CLP = 1).
+    Low,
+}
+
+/// The identity and sequence number of a TCP segment, for impairments that pick
+/// segments by sequence number (ns-3's `TcpSeqErrorModel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpMeta {
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub flags: u8,
+    /// Payload bytes.
+    pub len: u32,
+}
+
+/// What link stages need to know about a unit.
+pub trait Frame {
+    /// Bytes on the wire (an IPv4 packet's total length; 53 for an ATM cell).
+    fn wire_len(&self) -> u32;
+    /// Traffic class.
+    fn class(&self) -> Class {
+        Class::Normal
+    }
+    /// The TCP segment this unit carries, if it is one whole IPv4/TCP packet.
+    fn tcp_meta(&self) -> Option<TcpMeta> {
+        None
+    }
+}
+
+/// A unit leaving an element.
+#[derive(Debug)]
+pub enum Emit<U> {
+    /// Handed at once, at the same instant, to what `port` is wired to.
+    Now { port: PortId, unit: U },
+    /// Handed to what `port` is wired to at time `at` (propagation, processing delay).
+    At { at: SimTime, port: PortId, unit: U },
+}
+
+/// The protocol of every network element (see the module documentation).
+pub trait Element<U> {
+    /// A snapshot of the element's counters (see [`crate::stats`]).
+    type Metrics;
+    /// A unit arrives on input port `port`.
+    fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>);
+    /// When the element next wants [`Element::handle_timeout`], if ever.
+    fn poll_timeout(&self) -> Option<SimTime>;
+    /// Runs what is due at `now`.
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>);
+    /// Counters since time zero, as they stand at `now`.
+    fn metrics(&self, now: SimTime) -> Self::Metrics;
+}
+
+/// A boxed element is an element (large, rare element kinds are boxed in a driver's
+/// element enum).
+impl<U, T: Element<U> + ?Sized> Element<U> for Box<T> {
+    type Metrics = T::Metrics;
+    fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        (**self).handle(now, port, unit, out)
+    }
+    fn poll_timeout(&self) -> Option<SimTime> {
+        (**self).poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
+        (**self).handle_timeout(now, out)
+    }
+    fn metrics(&self, now: SimTime) -> Self::Metrics {
+        (**self).metrics(now)
+    }
+}

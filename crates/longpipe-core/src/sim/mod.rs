@@ -1,0 +1,495 @@
+//! The simulator: builds the elements of a [`ValidScenario`] (link directions, nodes,
+//! TCP endpoints, capture points), wires them, runs the [`Driver`] to the scenario's
+//! end, and turns the elements' counters into the result — the figures of the measured
+//! interval [warmup, end], as the difference of two snapshots.
+//!
+//! Adding an element kind: its module, one line in [`registry`], its construction here.
+
+pub mod registry;
+
+use crate::element::{ElemId, PortId};
+use crate::engine::driver::Driver;
+use crate::l2::rlc::RlcLink;
+use crate::l2::Layer2Config;
+use crate::middlebox::gateway::node::GatewayNode;
+use crate::middlebox::gateway::{default_window, Gateway};
+use crate::net::capture::{Capture, COPY, INLINE};
+use crate::net::link::{LinkCounters, LinkDirection, OUT, TAP};
+use crate::net::loss::LossState;
+use crate::net::node::Forwarder;
+use crate::net::packet::node_addr;
+use crate::net::routing::Routes;
+use crate::results::{
+    FlowResult, GatewayResult, L2Report, LinkResult, NodeResult, SimResult, SimStats,
+};
+use crate::rng::{stable_hash, RngStream};
+use crate::scenario::{ScenarioError, ValidScenario};
+use crate::stats::{Peak, Since};
+use crate::tcp::endpoint::{Addrs, Endpoint, Side, TcpElement, TcpMetrics};
+use crate::tcp::receiver::Receiver;
+use crate::tcp::sender::Sender;
+use crate::tcp::FlowTrace;
+use crate::time::SimTime;
+use crate::unit::Unit;
+use registry::{Elem, ElemMetrics};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which flows record time series.
+#[derive(Debug, Clone, Default)]
+pub enum TraceSel {
+    #[default]
+    None,
+    All,
+    Flows(Vec<usize>),
+}
+
+/// Options of one run that are not part of the scenario.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub seed: Option<u64>,
+    pub trace: TraceSel,
+    /// Capture points, "A-B": the interface of node A on the link A–B (packets A sends
+    /// on it as their transmission starts, packets arriving from B as they arrive).
+    pub pcap: Vec<String>,
+    /// Set from another thread to stop the run early (checked every few thousand
+    /// events); the output then has `interrupted = true` and must not be used as a result.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Simulated time reached so far, in ns, for progress reports from another thread.
+    pub progress: Option<Arc<AtomicU64>>,
+}
+
+pub struct RunOutput {
+    pub result: SimResult,
+    pub traces: Vec<(usize, FlowTrace)>,
+    /// (spec, pcap file bytes)
+    pub pcaps: Vec<(String, Vec<u8>)>,
+    /// The run was stopped through `RunOptions::cancel` before its end.
+    pub interrupted: bool,
+}
+
+/// "forward" for a link's a->b direction (even index), "reverse" for b->a.
+fn direction(i: usize) -> String {
+    if i.is_multiple_of(2) {
+        "forward"
+    } else {
+        "reverse"
+    }
+    .to_string()
+}
+
+/// A flow's initial sequence numbers: stable per flow and side.
+fn isn(flow: usize, rx: bool) -> u32 {
+    stable_hash(&format!("isn/{flow}/{}", if rx { "rx" } else { "tx" })) as u32
+}
+
+/// A flow's ports: (sender's, receiver's). Unique per flow.
+fn ports(flow: usize) -> (u16, u16) {
+    (
+        49_152 + (flow % 16_384) as u16,
+        5001 + (flow / 16_384) as u16,
+    )
+}
+
+/// The name of link direction `d` of link `li`'s loss stream: stable under adding
+/// flows or other links; a second parallel link between the same two nodes gets a
+/// suffix, so parallel links never share losses.
+fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
+    let l = &sc.links[li];
+    let same = sc.links[..li]
+        .iter()
+        .filter(|o| (o.a, o.b) == (l.a, l.b) || (o.a, o.b) == (l.b, l.a))
+        .count();
+    let (a, b) = (&sc.nodes[from].name, &sc.nodes[to].name);
+    if same == 0 {
+        format!("link/{a}->{b}/loss")
+    } else {
+        format!("link/{a}->{b}#{}/loss", same + 1)
+    }
+}
+
+fn parse_capture(sc: &ValidScenario, spec: &str) -> Result<(usize, bool), ScenarioError> {
+    for (i, _) in spec.match_indices('-') {
+        let (a, b) = (&spec[..i], &spec[i + 1..]);
+        if let (Some(na), Some(nb)) = (sc.node_index(a), sc.node_index(b)) {
+            for (li, l) in sc.links.iter().enumerate() {
+                if l.a == na && l.b == nb {
+                    return Ok((li, true));
+                }
+                if l.a == nb && l.b == na {
+                    return Ok((li, false));
+                }
+            }
+        }
+    }
+    Err(ScenarioError {
+        path: "pcap".into(),
+        msg: format!(
+            "{spec:?} names no link: expected \"A-B\" where A and B are the two nodes of a link"
+        ),
+    })
+}
+
+pub struct Sim<'a> {
+    sc: &'a ValidScenario,
+    seed: u64,
+    d: Driver<Unit, Elem>,
+    /// Element of each link direction (2 × link + direction).
+    dirs: Vec<ElemId>,
+    /// Element of each node.
+    nodes: Vec<ElemId>,
+    /// Elements of each flow: (sender, receiver).
+    flows: Vec<(ElemId, ElemId)>,
+    caps: Vec<ElemId>,
+}
+
+impl<'a> Sim<'a> {
+    pub fn new(sc: &'a ValidScenario, opts: &RunOptions) -> Result<Sim<'a>, ScenarioError> {
+        let seed = opts.seed.unwrap_or(sc.seed);
+        let mut d: Driver<Unit, Elem> = Driver::new();
+        let pairs: Vec<(usize, usize)> = sc.links.iter().map(|l| (l.a, l.b)).collect();
+        let mut dests: Vec<usize> = sc.flows.iter().flat_map(|f| [f.dst, f.src]).collect();
+        dests.sort_unstable();
+        dests.dedup();
+        let routes = Arc::new(Routes::compute(sc.nodes.len(), &pairs, &dests));
+        for f in &sc.flows {
+            if !routes.reachable(f.src, f.dst) || !routes.reachable(f.dst, f.src) {
+                return Err(ScenarioError {
+                    path: format!("flow[{}]", f.spec_index),
+                    msg: format!(
+                        "no route between {:?} and {:?}",
+                        sc.nodes[f.src].name, sc.nodes[f.dst].name
+                    ),
+                });
+            }
+        }
+
+        // TCP senders first, in flow order: their opening SYNs are the first events.
+        let mut flows = Vec::with_capacity(sc.flows.len());
+        let mut tcp_elems = Vec::with_capacity(sc.flows.len());
+        for f in &sc.flows {
+            let trace = match &opts.trace {
+                TraceSel::None => false,
+                TraceSel::All => true,
+                TraceSel::Flows(v) => v.contains(&f.id),
+            };
+            let (sport, dport) = ports(f.id);
+            let (src, dst) = (node_addr(f.src), node_addr(f.dst));
+            let tx = Endpoint::new(
+                Side::Sender(Box::new(Sender::new(
+                    f.tcp.sender.clone(),
+                    f.tcp.cc.build(),
+                    trace,
+                ))),
+                Addrs {
+                    local: src,
+                    local_port: sport,
+                    remote: dst,
+                    remote_port: dport,
+                },
+                isn(f.id, false),
+                Some(f.tcp.start),
+            );
+            let rx = Endpoint::new(
+                Side::Receiver(Box::new(Receiver::new(f.tcp.receiver.clone()))),
+                Addrs {
+                    local: dst,
+                    local_port: dport,
+                    remote: src,
+                    remote_port: sport,
+                },
+                isn(f.id, true),
+                None,
+            );
+            tcp_elems.push((tx.addrs, rx.addrs));
+            let s = d.add(Elem::Tcp(TcpElement::new(tx)));
+            let r = d.add(Elem::Tcp(TcpElement::new(rx)));
+            flows.push((s, r));
+        }
+
+        // Link directions.
+        let mut dirs = Vec::with_capacity(sc.links.len() * 2);
+        for (li, l) in sc.links.iter().enumerate() {
+            for (k, info) in l.dirs.iter().enumerate() {
+                let (from, to) = if k == 0 { (l.a, l.b) } else { (l.b, l.a) };
+                let loss = LossState::new(
+                    info.link.loss.clone(),
+                    RngStream::new(seed, &loss_stream(sc, li, from, to)),
+                );
+                let e = match &info.layer2 {
+                    None => Elem::Link(LinkDirection::new(&info.link, loss)),
+                    Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
+                        cfg.clone(),
+                        info.link.rate,
+                        info.link.delay,
+                        l.dirs[1 - k].link.delay,
+                        info.link.queue.admission,
+                        loss,
+                    ))),
+                };
+                dirs.push(d.add(e));
+            }
+        }
+
+        // Nodes, wired to their links and local endpoints.
+        let mut nodes = Vec::with_capacity(sc.nodes.len());
+        let mut fwds: Vec<Forwarder> = (0..sc.nodes.len())
+            .map(|n| Forwarder::new(n, routes.clone()))
+            .collect();
+        let mut local_wires = Vec::new(); // (node, node port, endpoint)
+        for (f, &(s, r)) in sc.flows.iter().zip(&flows) {
+            let (ta, ra) = tcp_elems[f.id];
+            let ps = fwds[f.src].add_local((ta.local_port, ta.remote, ta.remote_port));
+            let pr = fwds[f.dst].add_local((ra.local_port, ra.remote, ra.remote_port));
+            local_wires.push((f.src, ps, s));
+            local_wires.push((f.dst, pr, r));
+        }
+        for (n, fwd) in fwds.into_iter().enumerate() {
+            let e = match &sc.nodes[n].gateway {
+                None => Elem::Node(fwd),
+                Some(g) => {
+                    let up = &sc.links[g.uplink];
+                    let k = if up.a == n { 0 } else { 1 };
+                    let rtt = up.dirs[0].link.delay + up.dirs[1].link.delay;
+                    let gw = Gateway::new(g.cfg.clone(), default_window(up.dirs[k].link.rate, rtt));
+                    let port = routes.in_port(n, (g.uplink as u32, 1 - k as u8));
+                    Elem::Gateway(Box::new(GatewayNode::new(fwd, port, gw)))
+                }
+            };
+            nodes.push(d.add(e));
+        }
+        for n in 0..sc.nodes.len() {
+            for (k, &(_, (li, dir))) in routes.ports(n).iter().enumerate() {
+                let di = dirs[2 * li as usize + dir as usize];
+                d.wire(nodes[n], k as PortId, di, 0);
+                let l = &sc.links[li as usize];
+                let to = if dir == 0 { l.b } else { l.a };
+                d.wire(di, OUT, nodes[to], routes.in_port(to, (li, dir)));
+            }
+        }
+        for (n, port, ep) in local_wires {
+            d.wire(nodes[n], port, ep, 0);
+            d.wire(ep, 0, nodes[n], port);
+        }
+
+        // Capture points: a copy of what A sends as its transmission starts, and what
+        // arrives at A, in line, before A's node sees it.
+        let mut caps = Vec::new();
+        for spec in &opts.pcap {
+            let (li, at_a) = parse_capture(sc, spec)?;
+            let (out_k, in_k) = if at_a { (0, 1) } else { (1, 0) };
+            let (out_dir, in_dir) = (dirs[2 * li + out_k], dirs[2 * li + in_k]);
+            let c = d.add(Elem::Capture(Capture::new(spec.clone())));
+            match d.elem_mut(out_dir) {
+                Elem::Link(l) => l.enable_tap(),
+                Elem::Rlc(r) => r.enable_tap(),
+                _ => unreachable!("a link direction"),
+            }
+            d.wire(out_dir, TAP, c, COPY);
+            let (node, node_port) = d.wired(in_dir, OUT).expect("link directions are wired");
+            d.wire(in_dir, OUT, c, INLINE);
+            d.wire(c, 0, node, node_port);
+            caps.push(c);
+        }
+        d.start();
+        Ok(Sim {
+            sc,
+            seed,
+            d,
+            dirs,
+            nodes,
+            flows,
+            caps,
+        })
+    }
+
+    /// Runs to `t` (inclusive); false if cancelled.
+    fn run_to(&mut self, t: SimTime, opts: &RunOptions) -> bool {
+        let mut tick = 0u32;
+        while self.d.step_one(t) {
+            tick = tick.wrapping_add(1);
+            if tick.is_multiple_of(4096) {
+                if let Some(p) = &opts.progress {
+                    p.store(self.d.now().0, Ordering::Relaxed);
+                }
+                if opts
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|c| c.load(Ordering::Relaxed))
+                {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn snapshot(&self, now: SimTime) -> Vec<ElemMetrics> {
+        self.d.elems().iter().map(|e| e.metrics(now)).collect()
+    }
+
+    pub fn run(mut self, opts: &RunOptions) -> RunOutput {
+        let (warmup, end) = (self.sc.warmup, self.sc.duration);
+        // The measured interval opens before the first event at `warmup`.
+        let mut done = true;
+        if warmup > SimTime::ZERO {
+            done = self.run_to(SimTime(warmup.0 - 1), opts);
+        }
+        let base = self.snapshot(warmup);
+        if done {
+            done = self.run_to(end, opts);
+        }
+        let delta: Vec<ElemMetrics> = self
+            .snapshot(end)
+            .iter()
+            .zip(&base)
+            .map(|(e, b)| e.since(b))
+            .collect();
+        let mut out = self.finish(&delta);
+        out.interrupted = !done;
+        out
+    }
+
+    fn finish(mut self, delta: &[ElemMetrics]) -> RunOutput {
+        let sc = self.sc;
+        let end = sc.duration;
+        let measured = (end - sc.warmup).as_secs_f64();
+        let mut flows = Vec::with_capacity(sc.flows.len());
+        for (info, &(s, r)) in sc.flows.iter().zip(&self.flows) {
+            let (
+                ElemMetrics::Tcp(TcpMetrics::Sender(tx)),
+                ElemMetrics::Tcp(TcpMetrics::Receiver(rx)),
+            ) = (&delta[s as usize], &delta[r as usize])
+            else {
+                unreachable!("flow elements")
+            };
+            let start = info.tcp.start;
+            let t0 = start.max(sc.warmup);
+            let t1 = rx.completed_at.0.unwrap_or(end).max(t0);
+            let span = (t1 - t0).as_secs_f64();
+            flows.push(FlowResult {
+                id: info.id,
+                src: sc.nodes[info.src].name.clone(),
+                dst: sc.nodes[info.dst].name.clone(),
+                tcp: info.tcp.tcp.name().to_string(),
+                goodput_bps: if span > 0.0 {
+                    rx.delivered as f64 * 8.0 / span
+                } else {
+                    0.0
+                },
+                bytes_delivered: rx.delivered,
+                sender: tx.clone(),
+                completion_time_s: rx.completed_at.0.map(|c| (c - start).as_secs_f64()),
+                mean_rtt_s: (tx.rtt_samples > 0)
+                    .then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 * 1e-9),
+                mss: info.tcp.sender.mss,
+                start_s: start.as_secs_f64(),
+            });
+        }
+        let mut links = Vec::with_capacity(self.dirs.len());
+        for (i, &id) in self.dirs.iter().enumerate() {
+            let l = &sc.links[i / 2];
+            let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
+            let (utilization, counters, l2) = match &delta[id as usize] {
+                ElemMetrics::Link(c) => (
+                    if measured > 0.0 {
+                        c.busy_ns as f64 * 1e-9 / measured
+                    } else {
+                        0.0
+                    },
+                    c.clone(),
+                    None,
+                ),
+                ElemMetrics::Rlc(c) => {
+                    let ppt = c.pdus_per_tti.0;
+                    (
+                        c.utilization(ppt),
+                        LinkCounters {
+                            packets: c.sdus_in,
+                            bytes: 0,
+                            drops_queue: c.sdus_dropped_queue,
+                            drops_loss: c.sdus_discarded,
+                            max_queue: Peak(0),
+                            busy_ns: 0,
+                        },
+                        Some(L2Report::RlcAm(c.report(ppt))),
+                    )
+                }
+                _ => unreachable!("a link direction"),
+            };
+            links.push(LinkResult {
+                a: sc.nodes[from].name.clone(),
+                b: sc.nodes[to].name.clone(),
+                dir: direction(i),
+                utilization,
+                counters,
+                l2,
+            });
+        }
+        let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
+        let sum: f64 = g.iter().sum();
+        let sq: f64 = g.iter().map(|x| x * x).sum();
+        let fairness_jain = (!g.is_empty() && sq > 0.0).then(|| sum * sum / (g.len() as f64 * sq));
+        let gateways = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(n, &id)| match &delta[id as usize] {
+                ElemMetrics::Gateway(c) => Some(GatewayResult {
+                    node: sc.nodes[n].name.clone(),
+                    counters: c.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let nodes = sc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let a = node_addr(i);
+                NodeResult {
+                    name: n.name.clone(),
+                    kind: n.kind.name().to_string(),
+                    ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
+                }
+            })
+            .collect();
+        let result = SimResult {
+            scenario: sc.name.clone(),
+            seed: self.seed,
+            duration_s: end.as_secs_f64(),
+            warmup_s: sc.warmup.as_secs_f64(),
+            flows,
+            links,
+            fairness_jain,
+            gateways,
+            nodes,
+            sim: SimStats {
+                events: self.d.events(),
+            },
+        };
+        let mut traces = Vec::new();
+        for (i, &(s, _)) in self.flows.iter().enumerate() {
+            if let Elem::Tcp(t) = self.d.elem_mut(s) {
+                if let Some(tr) = t.ep.take_trace() {
+                    traces.push((i, tr));
+                }
+            }
+        }
+        let pcaps = self
+            .caps
+            .iter()
+            .map(|&c| match self.d.elem(c) {
+                Elem::Capture(c) => (c.spec.clone(), c.bytes().to_vec()),
+                _ => unreachable!("a capture"),
+            })
+            .collect();
+        RunOutput {
+            result,
+            traces,
+            pcaps,
+            interrupted: false,
+        }
+    }
+}

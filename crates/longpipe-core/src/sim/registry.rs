@@ -1,0 +1,81 @@
+//! Every element kind the simulator runs: one line each in [`elements!`]. The macro
+//! makes the element enum (static dispatch of the element protocol) and the enum of
+//! their metrics (with [`Since`]).
+
+use crate::element::{Element, Emit, PortId};
+use crate::engine::driver::{Dispatch, Stamp};
+use crate::l2::rlc::RlcLink;
+use crate::middlebox::gateway::node::GatewayNode;
+use crate::net::capture::Capture;
+use crate::net::link::LinkDirection;
+use crate::net::node::Forwarder;
+use crate::net::packet::UNSTAMPED;
+use crate::stats::Since;
+use crate::tcp::endpoint::TcpElement;
+use crate::time::SimTime;
+use crate::unit::Unit;
+
+macro_rules! elements {
+    ($($name:ident($t:ty)),* $(,)?) => {
+        /// A simulator element.
+        pub enum Elem { $($name($t)),* }
+
+        /// An element's metrics snapshot.
+        #[derive(Debug, Clone)]
+        pub enum ElemMetrics { $($name(<$t as Element<Unit>>::Metrics)),* }
+
+        impl Dispatch<Unit> for Elem {
+            #[inline]
+            fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
+                match self { $(Elem::$name(e) => e.handle(now, port, unit, out)),* }
+            }
+            #[inline]
+            fn poll_timeout(&self) -> Option<SimTime> {
+                match self { $(Elem::$name(e) => e.poll_timeout()),* }
+            }
+            #[inline]
+            fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
+                match self { $(Elem::$name(e) => e.handle_timeout(now, out)),* }
+            }
+        }
+
+        impl Elem {
+            pub fn metrics(&self, now: SimTime) -> ElemMetrics {
+                match self { $(Elem::$name(e) => ElemMetrics::$name(e.metrics(now))),* }
+            }
+        }
+
+        impl Since for ElemMetrics {
+            fn since(&self, base: &Self) -> Self {
+                match (self, base) {
+                    $((ElemMetrics::$name(a), ElemMetrics::$name(b)) => ElemMetrics::$name(a.since(b)),)*
+                    #[allow(unreachable_patterns)]
+                    _ => unreachable!("an element keeps its kind"),
+                }
+            }
+        }
+    };
+}
+
+elements! {
+    Link(LinkDirection<Unit>),
+    Rlc(Box<RlcLink<Unit>>),
+    Node(Forwarder),
+    Gateway(Box<GatewayNode>),
+    Tcp(TcpElement),
+    Capture(Capture),
+}
+
+impl Stamp for Unit {
+    #[inline]
+    fn stamp(&mut self, next: &mut u64) {
+        match self {
+            Unit::Packet(p) => {
+                if p.uid == UNSTAMPED {
+                    p.uid = *next;
+                    *next += 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Loss-recovery schemes: what the sender does on duplicate ACKs and on ACKs that
+//! arrive during a recovery episode. Separate from congestion control (window growth
+//! and the reduction on loss), as in ns-3 (`TcpRecoveryOps`) and Linux. One file per
+//! scheme; [`RecoveryKind::build`] is the one place that names them.
+//!
+//! - [`tahoe`]: 4.3BSD-Tahoe fast retransmit, then slow start from one segment.
+//! - [`reno`]: RFC 5681 §3.2 fast retransmit / fast recovery.
+//! - [`newreno`]: RFC 6582 fast recovery with partial ACKs.
+//! - [`sack`]: RFC 6675 conservative SACK-based loss recovery (used by Reno and NewReno
+//!   when SACK is negotiated).
+//!
+//! A scheme acts on the sender's [`Tx`] (state, scoreboard, transmission) and may ask
+//! the congestion control for ssthresh; the sender core handles everything else: RTT
+//! and RTO (RFC 6298), the retransmission timeout (RFC 5681 (4)), window growth outside
+//! recovery, Limited Transmit (RFC 3042).
+
+pub mod newreno;
+pub mod reno;
+pub mod sack;
+pub mod tahoe;
+
+use super::cc::CongestionControl;
+use super::seg::Seg;
+use super::sender::Tx;
+
+/// RFC 5681 / 6582 / 6675 DupThresh.
+pub const DUP_THRESH: u32 = 3;
+
+/// A loss-recovery scheme.
+pub trait Recovery: Send {
+    fn name(&self) -> &'static str;
+    /// A duplicate ACK arrived (`tx.dupacks` already counts it). May start an episode
+    /// (`tx.in_recovery`).
+    fn on_dupack(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>);
+    /// An ACK of new data (`acked` bytes; snd_una already advanced) while
+    /// `tx.in_recovery`. Returns whether the retransmission timer restarts (RFC 6298
+    /// (5.3)).
+    fn on_ack(
+        &mut self,
+        tx: &mut Tx,
+        cc: &mut dyn CongestionControl,
+        acked: u64,
+        out: &mut Vec<Seg>,
+    ) -> bool;
+    /// Sends what the windows allow while `tx.in_recovery` (default: the normal rule).
+    fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
+        tx.try_send(out);
+    }
+}
+
+/// The recovery scheme of a `tcp = ...` choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryKind {
+    Tahoe,
+    Reno,
+    NewReno {
+        /// Restart the RTO on every partial ACK (Slow-but-Steady) instead of the first
+        /// only (Impatient), RFC 6582 §4.
+        partial_ack_timer_every: bool,
+    },
+}
+
+impl RecoveryKind {
+    /// The scheme for a connection; `sack` when SACK was negotiated.
+    pub fn build(self, sack: bool) -> Box<dyn Recovery> {
+        match (self, sack) {
+            (RecoveryKind::Tahoe, _) => Box::new(tahoe::Tahoe),
+            (_, true) => Box::new(sack::Sack::default()),
+            (RecoveryKind::Reno, false) => Box::new(reno::Reno),
+            (
+                RecoveryKind::NewReno {
+                    partial_ack_timer_every,
+                },
+                false,
+            ) => Box::new(newreno::NewReno::new(partial_ack_timer_every)),
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The sender's connection state and transmission machinery ([`Tx`]): handshake
+//! segments, emitting data and retransmissions onto the scoreboard, the send loop
+//! (cwnd, the receiver's window, sender-side SWS avoidance, zero-window probing), RTT
+//! samples and the retransmission timer (RFC 9293, RFC 6298, RFC 5681 §3.1, RFC 3042).
+//! The congestion control and the recovery scheme act on it; [`super::sender::Sender`]
+//! orchestrates.
+
+use super::cc::{CaState, CcState, CongestionControl};
+use super::recovery::RecoveryKind;
+use super::rtt::RttEstimator;
+use super::sack::Scoreboard;
+use super::seg::{Seg, ACK, FIN, SYN};
+use super::FlowTrace;
+use crate::time::{SimDuration, SimTime};
+
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    pub mss: u32,
+    pub iw_bytes: u64,
+    pub initial_rto: SimDuration,
+    pub min_rto: SimDuration,
+    pub max_rto: SimDuration,
+    /// Bytes to send; None = unlimited.
+    pub app_bytes: Option<u64>,
+    pub recovery: RecoveryKind,
+    pub sack_permitted: bool,
+    /// Initial ssthresh in bytes; None = arbitrarily high (RFC 5681 §3.1).
+    pub initial_ssthresh: Option<u64>,
+    /// RFC 3042 Limited Transmit.
+    pub limited_transmit: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SenderState {
+    Closed,
+    SynSent,
+    Established,
+    /// All data and our FIN acknowledged.
+    Done,
+}
+
+crate::counters! {
+    /// Counters of a data sender.
+    #[derive(serde::Serialize)]
+    pub struct SenderCounters {
+        /// Data segments sent, including retransmissions.
+        pub segments_sent: u64,
+        pub retransmitted_segments: u64,
+        pub timeouts: u64,
+        /// Fast-retransmit episodes (for Tahoe: fast retransmits).
+        pub fast_recoveries: u64,
+        #[serde(skip)]
+        pub rtt_sum_ns: u128,
+        #[serde(skip)]
+        pub rtt_samples: u64,
+    }
+}
+
+/// Our own receive window, advertised on our segments (we receive no data).
+pub const OWN_WINDOW: u64 = 65_535;
+
+/// The sender's state and transmission machinery, shared by the congestion control and
+/// the recovery scheme.
+pub struct Tx {
+    pub cfg: SenderConfig,
+    pub st: CcState,
+    pub state: SenderState,
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    pub snd_max: u64,
+    /// Relative sequence number of the FIN (= 1 + app bytes), if the transfer is sized.
+    pub(crate) fin_seq: Option<u64>,
+    /// End of the data the application has handed over so far (streaming sources such
+    /// as a split gateway); unlimited bulk and sized transfers have it all from the start.
+    pub(crate) avail_end: u64,
+    pub peer_wnd: u64,
+    /// Next sequence number expected from the peer (its SYN and FIN).
+    pub(crate) peer_rcv_nxt: u64,
+    /// Duplicate ACKs in a row (RFC 5681 §2).
+    pub dupacks: u32,
+    /// A recovery episode (fast recovery, RFC 6675 loss recovery) is running.
+    pub in_recovery: bool,
+    /// After an RTO, until everything sent before it is acknowledged (Linux
+    /// TCP_CA_Loss).
+    pub(crate) in_loss: bool,
+    /// RFC 6582 `recover` / RFC 6675 RecoveryPoint, stored as an exclusive end (highest
+    /// sequence sent + 1).
+    pub recover_end: u64,
+    pub rtt: RttEstimator,
+    pub(crate) rto_deadline: Option<SimTime>,
+    /// Zero-window probe timer (RFC 9293 §3.8.6.1, RFC 1122 §4.2.2.17) and its backoff.
+    pub(crate) persist_at: Option<SimTime>,
+    pub(crate) persist_backoff: u32,
+    pub board: Scoreboard,
+    /// SACK was negotiated (both SYNs carried SACK-permitted).
+    pub sack_ok: bool,
+    pub(crate) syn_sent_at: SimTime,
+    pub(crate) syn_retx: bool,
+    pub stats: SenderCounters,
+    pub trace: Option<FlowTrace>,
+}
+
+impl Tx {
+    /// (payload length, FIN) of the segment starting at `seq`, or None if nothing is left.
+    pub fn segment_at(&self, seq: u64) -> Option<(u32, bool)> {
+        let mss = self.cfg.mss as u64;
+        match self.fin_seq {
+            None if seq >= self.avail_end => None,
+            None => Some(((self.avail_end - seq).min(mss) as u32, false)),
+            Some(fin) if seq > fin => None,
+            Some(fin) => {
+                let len = (fin - seq).min(mss);
+                Some((len as u32, seq + len == fin))
+            }
+        }
+    }
+
+    /// Whether new data (or the FIN) can be sent within the receiver's window.
+    pub fn new_data_fits(&self) -> bool {
+        match self.segment_at(self.snd_max) {
+            Some((len, fin)) if len > 0 || fin => {
+                self.snd_max + len as u64 <= self.snd_una + self.peer_wnd
+            }
+            _ => false,
+        }
+    }
+
+    pub fn sync_flight(&mut self) {
+        self.st.flight = self.snd_max - self.snd_una;
+    }
+
+    pub(crate) fn record(&mut self) {
+        if let Some(tr) = &mut self.trace {
+            tr.t_ns.push(self.st.now.0);
+            tr.cwnd.push(self.st.cwnd);
+            tr.ssthresh.push(self.st.ssthresh.min(u64::MAX / 4));
+            tr.snd_una.push(self.snd_una);
+            tr.snd_max.push(self.snd_max);
+        }
+    }
+
+    pub(crate) fn syn(&self) -> Seg {
+        Seg {
+            flags: SYN,
+            seq: 0,
+            ack: 0,
+            wnd: OWN_WINDOW,
+            len: 0,
+            syn_opts: Some((self.cfg.mss.min(65_535) as u16, 0, self.cfg.sack_permitted)),
+            sack: None,
+        }
+    }
+
+    pub(crate) fn pure_ack(&self) -> Seg {
+        Seg {
+            flags: ACK,
+            seq: self.snd_nxt,
+            ack: self.peer_rcv_nxt,
+            wnd: OWN_WINDOW,
+            ..Default::default()
+        }
+    }
+
+    /// Emits the data segment starting at `seq` (new data or a retransmission).
+    pub fn emit(&mut self, seq: u64, len: u32, fin: bool, out: &mut Vec<Seg>) {
+        let now = self.st.now;
+        let end = seq + len as u64 + fin as u64;
+        let retx = seq < self.snd_max;
+        if retx {
+            self.board.mark_retransmitted(seq, now);
+        } else {
+            self.board.push(seq, end, now);
+            self.snd_max = end;
+        }
+        self.stats.segments_sent += 1;
+        if retx {
+            self.stats.retransmitted_segments += 1;
+        }
+        if let Some(tr) = &mut self.trace {
+            tr.seg_t_ns.push(now.0);
+            tr.seg_seq.push(seq);
+            tr.seg_len.push(len);
+            tr.seg_retx.push(retx);
+        }
+        out.push(Seg {
+            flags: ACK | if fin { FIN } else { 0 },
+            seq,
+            ack: self.peer_rcv_nxt,
+            wnd: OWN_WINDOW,
+            len,
+            syn_opts: None,
+            sack: None,
+        });
+        // RFC 6298 (5.1)
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// Retransmits the first unacknowledged segment.
+    pub fn retransmit_first(&mut self, out: &mut Vec<Seg>) {
+        if let Some((len, fin)) = self.segment_at(self.snd_una) {
+            self.emit(self.snd_una, len, fin, out);
+        }
+    }
+
+    /// Sends new data at snd_max (a segment the caller has checked fits).
+    pub fn send_new(&mut self, out: &mut Vec<Seg>) {
+        let seq = self.snd_max;
+        let (len, fin) = self.segment_at(seq).expect("new data available");
+        self.emit(seq, len, fin, out);
+        self.snd_nxt = self.snd_max;
+    }
+
+    /// Sends what the windows allow (BSD `tcp_output` for bulk data; only whole
+    /// segments, or the tail of a sized transfer, are sent: sender-side SWS avoidance).
+    pub fn try_send(&mut self, out: &mut Vec<Seg>) {
+        if self.state != SenderState::Established {
+            return;
+        }
+        self.st.cwnd_limited = self.st.cwnd <= self.peer_wnd;
+        loop {
+            let win = self.st.cwnd.min(self.peer_wnd);
+            let seq = self.snd_nxt;
+            let Some((len, fin)) = self.segment_at(seq) else {
+                break;
+            };
+            if len == 0 && !fin {
+                break;
+            }
+            if seq + len as u64 > self.snd_una + win {
+                // Nothing in flight and the receiver's window too small for the next
+                // segment: only a probe can learn that the window reopened.
+                if self.snd_una == self.snd_max && seq + len as u64 > self.snd_una + self.peer_wnd {
+                    if self.persist_at.is_none() {
+                        let t = self
+                            .rtt
+                            .rto()
+                            .saturating_mul(1 << self.persist_backoff.min(6));
+                        self.persist_at = Some(self.st.now + t.min(SimDuration::from_secs(60)));
+                    }
+                    return;
+                }
+                break;
+            }
+            self.emit(seq, len, fin, out);
+            self.snd_nxt = seq + len as u64 + fin as u64;
+            self.persist_at = None;
+            self.persist_backoff = 0;
+        }
+        self.sync_flight();
+    }
+
+    /// RFC 6298 (5.3): restart the retransmission timer (stop it when nothing is
+    /// outstanding).
+    pub fn restart_rto(&mut self) {
+        self.rto_deadline = if self.snd_una < self.snd_max {
+            Some(self.st.now + self.rtt.rto())
+        } else {
+            None
+        };
+    }
+
+    /// Counts a fast-retransmit / recovery episode.
+    pub fn count_recovery(&mut self) {
+        self.stats.fast_recoveries += 1;
+    }
+
+    /// Ends a recovery episode.
+    pub fn exit_recovery(&mut self, cc: &mut dyn CongestionControl) {
+        self.in_recovery = false;
+        self.in_loss = false;
+        cc.set_state(&mut self.st, CaState::Open);
+    }
+
+    pub(crate) fn take_sample(&mut self, r: SimDuration) {
+        self.rtt.sample(r);
+        self.st.srtt = self.rtt.srtt;
+        self.st.min_srtt = self.rtt.min_srtt;
+        self.st.min_rtt_sample = self.rtt.min_sample;
+        self.stats.rtt_sum_ns += r.0 as u128;
+        self.stats.rtt_samples += 1;
+        if let Some(tr) = &mut self.trace {
+            tr.rtt_t_ns.push(self.st.now.0);
+            tr.rtt_ns.push(r.0);
+        }
+    }
+
+    /// RFC 3042: on the first two duplicate ACKs send one new segment each, if the
+    /// receiver's window allows and the flight stays within cwnd + 2 SMSS; cwnd unchanged.
+    pub(crate) fn limited_transmit(&mut self, out: &mut Vec<Seg>) {
+        let seq = self.snd_max;
+        if self.snd_nxt != seq {
+            return; // going back N after a timeout
+        }
+        let Some((len, fin)) = self.segment_at(seq) else {
+            return;
+        };
+        let end = seq + len as u64;
+        if (len == 0 && !fin)
+            || end > self.snd_una + self.peer_wnd
+            || end - self.snd_una > self.st.cwnd + 2 * self.st.mss
+        {
+            return;
+        }
+        self.emit(seq, len, fin, out);
+        self.snd_nxt = self.snd_max;
+        self.sync_flight();
+    }
+}

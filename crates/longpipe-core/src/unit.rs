@@ -1,0 +1,32 @@
+//! The unit the simulator's elements exchange. One variant per kind of thing that
+//! travels between elements; link stages see only its [`Frame`] view.
+
+use crate::element::{Class, Frame, TcpMeta};
+use crate::net::packet::Packet;
+
+/// What moves between the simulator's elements.
+#[derive(Clone, Debug)]
+pub enum Unit {
+    /// An IPv4/TCP packet.
+    Packet(Packet),
+}
+
+impl Frame for Unit {
+    #[inline]
+    fn wire_len(&self) -> u32 {
+        match self {
+            Unit::Packet(p) => p.wire_len(),
+        }
+    }
+    #[inline]
+    fn class(&self) -> Class {
+        match self {
+            Unit::Packet(p) => p.class(),
+        }
+    }
+    fn tcp_meta(&self) -> Option<TcpMeta> {
+        match self {
+            Unit::Packet(p) => p.tcp_meta(),
+        }
+    }
+}
