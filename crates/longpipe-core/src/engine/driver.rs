@@ -47,6 +47,8 @@ pub struct Driver<U, E> {
     elems: Vec<E>,
     /// wires[elem][out port] = (element, in port).
     wires: Vec<Vec<(ElemId, PortId)>>,
+    /// The event-queue lane of each wire's timed deliveries (u32::MAX: none yet).
+    lanes: Vec<Vec<u32>>,
     /// The wake-up time each element has pending in the queue, if any.
     pending: Vec<Option<SimTime>>,
     q: EventQueue<Ev<U>>,
@@ -67,6 +69,7 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
         Driver {
             elems: Vec::new(),
             wires: Vec::new(),
+            lanes: Vec::new(),
             pending: Vec::new(),
             q: EventQueue::new(),
             next_uid: 0,
@@ -79,6 +82,7 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
     pub fn add(&mut self, e: E) -> ElemId {
         self.elems.push(e);
         self.wires.push(Vec::new());
+        self.lanes.push(Vec::new());
         self.pending.push(None);
         (self.elems.len() - 1) as ElemId
     }
@@ -206,14 +210,30 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
                 Emit::At { at, port, mut unit } => {
                     debug_assert!(at >= now, "an element emitted into the past");
                     unit.stamp(&mut self.next_uid);
-                    let ev = match self.wired(from, port) {
-                        Some((to, to_port)) => Ev::Deliver(to, to_port, unit),
-                        None => Ev::Exit(from, port, unit),
-                    };
-                    self.q.schedule(at.max(now), ev);
+                    match self.wired(from, port) {
+                        Some((to, to_port)) => {
+                            // Timed deliveries over one wire mostly come in time order
+                            // (a link's delay line): they share a lane.
+                            let lane = self.lane(from, port);
+                            self.q
+                                .schedule_in(lane, at.max(now), Ev::Deliver(to, to_port, unit));
+                        }
+                        None => self.q.schedule(at.max(now), Ev::Exit(from, port, unit)),
+                    }
                 }
             }
         }
+    }
+
+    fn lane(&mut self, from: ElemId, port: PortId) -> u32 {
+        let l = &mut self.lanes[from as usize];
+        if l.len() <= port as usize {
+            l.resize(port as usize + 1, u32::MAX);
+        }
+        if l[port as usize] == u32::MAX {
+            l[port as usize] = self.q.add_lane();
+        }
+        l[port as usize]
     }
 
     fn sync_wake(&mut self, id: ElemId, now: SimTime) {
