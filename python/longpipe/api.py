@@ -13,13 +13,16 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from . import _core
 from ._io import atomic_write_bytes
+
+if TYPE_CHECKING:  # NumPy and pandas load on first use: the CLI starts faster without them
+    import pandas as pd
+
+# The sender reports an unset ("infinite") ssthresh as this value (u64::MAX / 4).
+SSTHRESH_INFINITE = (2**64 - 1) // 4
 
 
 class ScenarioError(ValueError):
@@ -118,10 +121,14 @@ class Result:
 
     @property
     def flows(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.data["flows"])
 
     @property
     def links(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.data["links"])
 
     @property
@@ -137,25 +144,34 @@ class Result:
         return self.traces[flow]
 
     def timeseries(self, flow: int = 0) -> pd.DataFrame:
-        """Sender state after every ACK and timeout: t (s), cwnd, ssthresh (bytes),
-        snd_una (cumulative ACK) and snd_max (highest sequence sent + 1)."""
+        """Sender state after every ACK and timeout: t (s), cwnd, ssthresh (bytes; inf
+        while no loss has set it), snd_una (cumulative ACK) and snd_max (highest
+        sequence sent + 1)."""
+        import numpy as np
+        import pandas as pd
+
         t = self._trace(flow)
+        ss = t["ssthresh"]
         return pd.DataFrame(
             {
                 "t": t["t_ns"] * 1e-9,
                 "cwnd": t["cwnd"],
-                "ssthresh": t["ssthresh"],
+                "ssthresh": np.where(ss >= SSTHRESH_INFINITE, np.inf, ss.astype(float)),
                 "snd_una": t["snd_una"],
                 "snd_max": t["snd_max"],
             }
         )
 
     def rtt(self, flow: int = 0) -> pd.DataFrame:
+        import pandas as pd
+
         t = self._trace(flow)
         return pd.DataFrame({"t": t["rtt_t_ns"] * 1e-9, "rtt": t["rtt_ns"] * 1e-9})
 
     def segments(self, flow: int = 0) -> pd.DataFrame:
         """Every data segment sent: t, seq (relative), len, retransmission flag."""
+        import pandas as pd
+
         t = self._trace(flow)
         return pd.DataFrame(
             {"t": t["seg_t_ns"] * 1e-9, "seq": t["seg_seq"], "len": t["seg_len"], "retx": t["seg_retx"]}
@@ -163,6 +179,8 @@ class Result:
 
     def sacks(self, flow: int = 0) -> pd.DataFrame:
         """SACK blocks the sender received: t, left, right (relative sequence numbers)."""
+        import pandas as pd
+
         t = self._trace(flow)
         return pd.DataFrame({"t": t["sack_t_ns"] * 1e-9, "left": t["sack_left"], "right": t["sack_right"]})
 
@@ -216,7 +234,10 @@ def run(
     except _core.ScenarioError as e:
         path, msg = e.args
         raise ScenarioError(src, path, msg) from None
-    traces = {int(k): {c: np.asarray(v) for c, v in d.items()} for k, d in traces.items()}
+    if traces:
+        import numpy as np
+
+        traces = {int(k): {c: np.asarray(v) for c, v in d.items()} for k, d in traces.items()}
     return Result(json.loads(js), traces, dict(pcaps))
 
 

@@ -19,8 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .hybla import RTT0, hybla_model
 from .pftk import MODELS, reno_model
+
+RTT0 = 0.025  # the Hybla reference RTT (s); the same as longpipe.models.hybla.RTT0
 
 NAMES = ["pftk", "pftk-approx", "reno", "hybla"]
 DESCRIPTIONS = {
@@ -77,6 +78,8 @@ def evaluate(name: str, rtt: float, p: float, wmax: float = math.inf, b: float =
         raise ModelUsageError(f"name: expected one of {', '.join(NAMES)}, got {name!r}")
     try:
         if name == "hybla":
+            from .hybla import hybla_model
+
             m = hybla_model(rtt, p, wmax, rtt0, mss=mss)
             return {"throughput_pps": m.throughput_pps, "throughput_bps": m.throughput_bps, "regime": m.regime,
                     "W": m.W, "rho": m.rho, "X": m.X, "method": m.method, "iterations": m.iterations}
