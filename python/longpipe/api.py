@@ -154,7 +154,7 @@ class Result:
         ss = t["ssthresh"]
         return pd.DataFrame(
             {
-                "t": t["t_ns"] * 1e-9,
+                "t": t["t_ns"] / 1e9,
                 "cwnd": t["cwnd"],
                 "ssthresh": np.where(ss >= SSTHRESH_INFINITE, np.inf, ss.astype(float)),
                 "snd_una": t["snd_una"],
@@ -166,7 +166,7 @@ class Result:
         import pandas as pd
 
         t = self._trace(flow)
-        return pd.DataFrame({"t": t["rtt_t_ns"] * 1e-9, "rtt": t["rtt_ns"] * 1e-9})
+        return pd.DataFrame({"t": t["rtt_t_ns"] / 1e9, "rtt": t["rtt_ns"] / 1e9})
 
     def segments(self, flow: int = 0) -> pd.DataFrame:
         """Every data segment sent: t, seq (relative), len, retransmission flag."""
@@ -174,7 +174,7 @@ class Result:
 
         t = self._trace(flow)
         return pd.DataFrame(
-            {"t": t["seg_t_ns"] * 1e-9, "seq": t["seg_seq"], "len": t["seg_len"], "retx": t["seg_retx"]}
+            {"t": t["seg_t_ns"] / 1e9, "seq": t["seg_seq"], "len": t["seg_len"], "retx": t["seg_retx"]}
         )
 
     def sacks(self, flow: int = 0) -> pd.DataFrame:
@@ -182,7 +182,7 @@ class Result:
         import pandas as pd
 
         t = self._trace(flow)
-        return pd.DataFrame({"t": t["sack_t_ns"] * 1e-9, "left": t["sack_left"], "right": t["sack_right"]})
+        return pd.DataFrame({"t": t["sack_t_ns"] / 1e9, "left": t["sack_left"], "right": t["sack_right"]})
 
     def write_pcaps(self, out_dir: str | os.PathLike = ".") -> list[Path]:
         paths = []

@@ -27,7 +27,7 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..models import data_sent, hybla_model, reno_no_timeout
 from ..report import table
-from .common import mean_ci95, run_parallel
+from .common import CITATIONS, Runner, csv_text, mean_ci95
 
 PACKET = 1000
 WIRE = PACKET + 40
@@ -67,16 +67,14 @@ def grid(quick: bool):
     return ps, list(seeds)
 
 
-def _one(item) -> tuple:
-    rtt, p, tcp, seed, sack = item
-    f = api.run(scenario(rtt, p, tcp, sack), seed=seed).data["flows"][0]
-    return f["goodput_bps"] / 8 / PACKET, f["timeouts"], f["mean_rtt_s"]
-
-
-def run(quick: bool = False, jobs: int | None = None, sack: bool = False) -> list[dict]:
+def run(quick: bool = False, jobs: int | None = None, sack: bool = False, runner: Runner | None = None) -> list[dict]:
     ps, seeds = grid(quick)
-    items = [(rtt, p, tcp, s, sack) for rtt in RTTS for p in ps for tcp in ("hybla", "newreno") for s in seeds]
-    res = {k[:4]: v for k, v in zip(items, run_parallel(_one, items, jobs))}
+    runner = runner or Runner(Path("out/reproduce/hybla"), jobs, name="hybla")
+    keys = [(rtt, p, tcp, s) for rtt in RTTS for p in ps for tcp in ("hybla", "newreno") for s in seeds]
+    items = [(scenario(rtt, p, tcp, sack), s, {"rtt_s": rtt, "p": float(p), "tcp": tcp, "sack": sack})
+             for rtt, p, tcp, s in keys]
+    flows = [d["flows"][0] for d in runner.results("sack" if sack else "newreno-recovery", items)]
+    res = {k: (f["goodput_bps"] / 8 / PACKET, f["timeouts"], f["mean_rtt_s"]) for k, f in zip(keys, flows)}
     rows = []
     for rtt in RTTS:
         for p in ps:
@@ -215,18 +213,21 @@ VARIANTS = (("newreno-recovery", False, "NewReno loss recovery (no SACK)"),
             ("sack", True, "SACK loss recovery (RFC 6675)"))
 
 
-def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int | None = None) -> int:
+def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int | None = None,
+         executor: str = "local", quiet: bool = False) -> int:
     """Runs the validation twice: with NewReno loss recovery and with SACK (RFC 6675).
     The paper does not name its ns-2 agent; the Hybla authors prescribe SACK with Hybla
     (see docs/notes/hybla-validation.md for why both are shown)."""
     out = Path(out)
+    runner = Runner(out, jobs, executor, quiet, "hybla")
     ps, seeds = grid(quick)
-    report = ["# Hybla model vs simulation (seed 001)", ""]
+    print(f"Paper: {CITATIONS['hybla']}")
+    report = ["# Hybla model vs simulation (seed 001)", "", f"Paper: {CITATIONS['hybla']}.", ""]
     all_rows = {}
     for key, sack, label in VARIANTS:
         print(f"== {label}: {len(RTTS)} RTTs x {len(ps)} loss rates x {len(seeds)} seeds x 2 TCPs, "
               f"{DURATION} each{' (quick)' if quick else ''}")
-        rows = run(quick, jobs, sack)
+        rows = run(quick, jobs, sack, runner)
         all_rows[key] = rows
         text, v = format_table(rows), verdict(rows)
         print(text)
@@ -235,9 +236,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int
         print()
         report += [f"## {label}", "", "```", text, "```", "", v.replace("\n", "\n\n"), ""]
         atomic_write_text(out / f"table-{key}.json", json.dumps(rows, indent=2) + "\n")
-        header = ",".join(rows[0].keys())
-        atomic_write_text(out / f"table-{key}.csv",
-                          header + "\n" + "\n".join(",".join(str(r[k]) for k in rows[0]) for r in rows) + "\n")
+        atomic_write_text(out / f"table-{key}.csv", csv_text(rows))
     paths = figures(all_rows["newreno-recovery"], out, all_rows["sack"])
     atomic_write_text(out / "report.md", "\n".join(report))
     for p in paths:

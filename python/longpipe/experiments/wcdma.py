@@ -21,7 +21,7 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..report import table
 from ..plots import time_sequence
-from .common import mean_ci95, run_parallel
+from .common import CITATIONS, Runner, mean_ci95, run_parallel
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "wcdma.toml"
@@ -62,14 +62,14 @@ def _plt():
 
 
 # ----------------------------------------------------------------------------- fig. 6
-def fig6(out: Path, quick: bool, jobs):
+def fig6(out: Path, quick: bool, jobs, runner: Runner):
     ps = [0.0, 0.1, 0.2] if quick else [0.0, 0.02, 0.05, 0.08, 0.1, 0.15, 0.2]
     seeds = [1, 2] if quick else [1, 2, 3, 4, 5]
     items = [({"p": p, "rwnd_kb": b}, s, False) for p in ps for b in BUFFERS_KB for s in seeds]
-    res = run_parallel(_run, items, jobs)
+    res = runner.results("fig6", [(configure(**kw), s, kw) for kw, s, _ in items])
     thr = {}
     for (kw, s, _), r in zip(items, res):
-        f = r.data["flows"][0]
+        f = r["flows"][0]
         thr.setdefault((kw["p"], kw["rwnd_kb"]), []).append(f["goodput_bps"])
     rows, out_rows = [], []
     for p in ps:
@@ -91,16 +91,23 @@ def fig6(out: Path, quick: bool, jobs):
         f"{'AGREES' if all(abs(x - 1) < 0.1 for x in r128_64) else 'DIFFERS'}",
     ]
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    for b in BUFFERS_KB:
-        ax.errorbar(ps, [r[f"{b}KB"] / 1e3 for r in rows], yerr=[r[f"{b}KB_ci95"] / 1e3 for r in rows], marker="o",
+    fig, ax = plt.subplots(figsize=(8.4, 4.8))
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", (0, (5, 1, 1, 1)))]
+    dx = (max(ps) - min(ps)) * 0.01
+    for k, b in enumerate(BUFFERS_KB):
+        # distinct markers and dashes, nudged sideways: curves that coincide stay visible
+        mk, ls = styles[k % len(styles)]
+        ax.errorbar([p + (k - 2) * dx for p in ps], [r[f"{b}KB"] / 1e3 for r in rows],
+                    yerr=[r[f"{b}KB_ci95"] / 1e3 for r in rows], marker=mk, ls=ls, ms=5, mfc="none" if k % 2 else None,
                     capsize=3, label=f"TCP buffer {b} KB")
-    ax.plot(ps, [r["limit_bps"] / 1e3 for r in rows], "k--", label="RLC payload limit × MSS/MTU")
+    ax.plot(ps, [r["limit_bps"] / 1e3 for r in rows], "k--", lw=1, label="RLC payload limit × MSS/MTU")
+    ax.text(0.99, 0.01, "points nudged sideways where curves coincide; bars: 95% CI over "
+            f"{len(seeds)} seeds", transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.35")
     ax.set_xlabel("radio PDU loss rate")
     ax.set_ylabel("throughput of a 1 MB transfer (kbit/s)")
     ax.set_title("TCP buffer size (cf. paper fig. 6)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path = save_figure(fig, out / "fig6_buffer.png", dpi=110)
     plt.close(fig)
@@ -108,12 +115,13 @@ def fig6(out: Path, quick: bool, jobs):
 
 
 # ----------------------------------------------------------------------------- fig. 7
-def fig7(out: Path, quick: bool, jobs):
+def fig7(out: Path, quick: bool, jobs, runner: Runner):
     sizes = [10, 50, 100, 500] if quick else [10, 20, 50, 100, 200, 500, 1000]
     iws = {"IW = 1 (RFC 1122)": 1, "RFC 2414": "rfc2414"}
     items = [({"size": f"{k}KB", "iw": iw}, 1, False) for k in sizes for iw in iws.values()]
-    res = run_parallel(_run, items, jobs)
-    t = {(kw["size"], str(kw["iw"])): r.data["flows"][0]["completion_time_s"] for (kw, _, _), r in zip(items, res)}
+    res = runner.results("fig7", [(configure(**kw), s, {"size": kw["size"], "iw": str(kw["iw"])})
+                                  for kw, s, _ in items])
+    t = {(kw["size"], str(kw["iw"])): r["flows"][0]["completion_time_s"] for (kw, _, _), r in zip(items, res)}
     rows, out_rows = [], []
     for k in sizes:
         a, b = t[(f"{k}KB", "1")], t[(f"{k}KB", "rfc2414")]
@@ -141,7 +149,7 @@ def fig7(out: Path, quick: bool, jobs):
 
 
 # ----------------------------------------------------------------------------- fig. 8
-def fig8(out: Path, quick: bool, jobs):
+def fig8(out: Path, quick: bool, jobs, runner: Runner):
     mtus = (256, 512, 1000, 1500)
     items = [({"mtu": m, "size": None, "duration": "20s"}, 1, True) for m in mtus]
     res = run_parallel(_run, items, jobs)
@@ -180,7 +188,7 @@ def fig8(out: Path, quick: bool, jobs):
 
 
 # ------------------------------------------------------------------------- figs. 9-12
-def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
+def figs9_12(out: Path, quick: bool, jobs, runner: Runner, buffer_pkts: int = 20):
     items = [({"sack": s, "buffer_pkts": buffer_pkts, "p": 0.0}, 1, True) for s in (False, True)]
     plain, sack = run_parallel(_run, items, jobs)
     fp, fs = plain.data["flows"][0], sack.data["flows"][0]
@@ -215,14 +223,17 @@ def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
     return rows, text, checks, paths
 
 
-def main(quick: bool = False, out: str | Path = "out/reproduce/wcdma", jobs: int | None = None) -> int:
+def main(quick: bool = False, out: str | Path = "out/reproduce/wcdma", jobs: int | None = None,
+         executor: str = "local", quiet: bool = False) -> int:
     out = Path(out)
+    runner = Runner(out, jobs, executor, quiet, "wcdma")
+    print(f"Paper: {CITATIONS['wcdma']}")
     print(f"W-CDMA TCP profile (seed 000) on {EXAMPLE.name}{' (quick)' if quick else ''}")
-    report = ["# W-CDMA TCP profile (seed 000)", ""]
+    report = ["# W-CDMA TCP profile (seed 000)", "", f"Paper: {CITATIONS['wcdma']}.", ""]
     results = {}
     all_paths = []
     for name, fn in (("fig6", fig6), ("fig7", fig7), ("fig8", fig8), ("figs9-12", figs9_12)):
-        rows, text, checks, paths = fn(out, quick, jobs)
+        rows, text, checks, paths = fn(out, quick, jobs, runner)
         results[name] = rows
         all_paths += paths
         print(f"\n== {name}")
