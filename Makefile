@@ -41,9 +41,11 @@ bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q
 	$(PY) benches/run.py
 
-lint:
-	cargo fmt --all --check || true
-	cargo clippy -p longpipe-core --release -q -- -D warnings
+lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
+	$(VENV)/bin/ruff check python tests benches examples
+	$(VENV)/bin/mypy
+	cargo fmt --all --check
+	cargo clippy --workspace --release -q -- -D warnings
 
 clean:
 	rm -rf $(VENV) target out

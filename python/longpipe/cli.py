@@ -56,7 +56,11 @@ def cmd_run(args) -> int:
         print(text)
     else:
         print(format_result(res.data))
-    if args.out:
+    if args.timeseries and not args.out:  # a default directory, and say where
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(res.data["scenario"]))
+        out = Path("out") / "run" / f"{name}-seed{res.data['seed']}"
+        print(f"wrote time series of {len(res.traces)} flow(s) to {out} (choose with --out)", file=sys.stderr)
+    if args.out or args.timeseries:
         atomic_write_text(out / "result.json", text + "\n")
         if args.timeseries:
             for fid in res.traces:
@@ -137,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .experiments import REGISTRY
 
     rp = sub.add_parser("reproduce", help="re-run a paper's experiment and print ours beside the paper's")
-    rp.add_argument("name", choices=[*REGISTRY, "all"])
+    rp.add_argument("name", choices=[*REGISTRY, "all"],
+                    help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
+                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
     rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
     sweeps_cli.add_exec_args(rp)

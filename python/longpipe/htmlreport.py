@@ -153,10 +153,9 @@ def run_body(d: Path) -> tuple[str, str]:
     figs = _pngs(d)
     ts = sorted(d.glob("flow*-timeseries.csv"))
     if ts:
+        import pandas as pd
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
-
-        import pandas as pd
 
         fig = Figure(figsize=(9, 4))
         FigureCanvasAgg(fig)

@@ -104,7 +104,6 @@ def table_figure(out: Path, rows: list[dict]) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
 
     x = np.arange(len(rows))

@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import api
 from .._io import atomic_write_text, save_figure
-from ..report import table
 from ..plots import time_sequence
+from ..report import table
 from .common import CITATIONS, Runner, mean_ci95, run_parallel
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,7 +68,7 @@ def fig6(out: Path, quick: bool, jobs, runner: Runner):
     items = [({"p": p, "rwnd_kb": b}, s, False) for p in ps for b in BUFFERS_KB for s in seeds]
     res = runner.results("fig6", [(configure(**kw), s, kw) for kw, s, _ in items])
     thr = {}
-    for (kw, s, _), r in zip(items, res):
+    for (kw, _, _), r in zip(items, res):
         f = r["flows"][0]
         thr.setdefault((kw["p"], kw["rwnd_kb"]), []).append(f["goodput_bps"])
     rows, out_rows = [], []
@@ -171,7 +171,7 @@ def fig8(out: Path, quick: bool, jobs, runner: Runner):
     checks = [
         f"MTU 1500: slow start ends at {ss[1500]:.2f} s (paper: by about 6 s) -> "
         f"{'AGREES' if ss[1500] is not None and ss[1500] <= 7 else 'DIFFERS'}",
-        f"MTU 256: slow start {'ends at %.2f s' % ss[256] if ss[256] else 'has not ended by 20 s'} (paper: still in slow "
+        f"MTU 256: slow start {f'ends at {ss[256]:.2f} s' if ss[256] else 'has not ended by 20 s'} (paper: still in slow "
         f"start at 10 s) -> {'AGREES' if ss[256] is None or ss[256] > 10 else 'DIFFERS'}",
         "larger MTU always ahead: " + ("yes" if all(a["kbytes_at_10s"] <= b["kbytes_at_10s"] for a, b in zip(rows, rows[1:]))
                                        else "no"),

@@ -38,9 +38,24 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "RTT0", "RENO_MODELS", "HyblaModel", "RenoModel", "check_args", "data_sent", "hybla_data_sent", "hybla_model",
-    "hybla_rho", "hybla_throughput", "pftk_approx", "pftk_full", "pps_to_bps", "reno_data_sent", "reno_model",
-    "reno_no_timeout", "solve_w", "throughput",
+    "RENO_MODELS",
+    "RTT0",
+    "HyblaModel",
+    "RenoModel",
+    "check_args",
+    "data_sent",
+    "hybla_data_sent",
+    "hybla_model",
+    "hybla_rho",
+    "hybla_throughput",
+    "pftk_approx",
+    "pftk_full",
+    "pps_to_bps",
+    "reno_data_sent",
+    "reno_model",
+    "reno_no_timeout",
+    "solve_w",
+    "throughput",
 ]
 
 # Imported on first use (the Hybla model needs NumPy; the command line should not).

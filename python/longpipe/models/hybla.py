@@ -223,7 +223,7 @@ def hybla_model(rtt: float, p: float, wmax: float = math.inf, rtt0: float = RTT0
     check_args(rtt, p, 2, 1.0, wmax)
     rho = hybla_rho(rtt, rtt0)
     pps_to_bps(0.0, mss)  # validates mss
-    bps = lambda pps: pps_to_bps(pps, mss)  # noqa: E731
+    bps = lambda pps: pps_to_bps(pps, mss)
     nan = math.nan
     if p >= 1:
         # W = 0: L = 1, D = ½, X = 0, Y = 0, A = R (10)

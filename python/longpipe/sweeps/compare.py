@@ -50,7 +50,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for spec in grid:  # the syntax first, so an error names --vary
         parse_axis(spec)
     ov = _overrides(args.set)
-    manifest, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov)
+    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov)
     oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
     results = [json.loads(r["result"]) for r in oc.rows]
     n_flows = len(results[0]["flows"])

@@ -44,10 +44,18 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], path: st
                y: str = "goodput", hue: str | None = None, where: Mapping[str, Any] | None = None,
                title: str | None = None, logy: bool = False) -> Path:
     """Writes a PNG of metric ``y`` against grid key ``x``; returns its path."""
+    from .._io import save_figure
+
+    fig = figure(rows, axes, x=x, y=y, hue=hue, where=where, title=title, logy=logy)
+    return save_figure(fig, path, dpi=110)
+
+
+def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y: str = "goodput",
+           hue: str | None = None, where: Mapping[str, Any] | None = None, title: str | None = None,
+           logy: bool = False) -> Any:
+    """The matplotlib Figure of :func:`plot_sweep`."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from .._io import save_figure
 
     by_key = {a.key: a for a in axes}
     for opt, k in (("--x", x), ("--hue", hue)):
@@ -143,5 +151,4 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], path: st
     extra = "".join(f", {k} = {format_value(v)}" for k, v in fixed.items())
     fig.suptitle(f"{title or 'sweep'}: {m.label} vs {x}\n({ci_note}{extra})", fontsize=11)
     fig.tight_layout()
-    p = save_figure(fig, path, dpi=110)
-    return p
+    return fig
