@@ -330,7 +330,7 @@ def test_timeseries_csv_default_dir_inf_ssthresh_and_clean_times(tmp_path, tiny)
     r = cli("run", tiny, "--timeseries", "--set", "link[0].loss.p=0", cwd=tmp_path, check=True)
     assert "time series" in r.stderr
     ts = tmp_path / "out" / "run" / "tiny-seed1" / "flow0-timeseries.csv"
-    rows = list(csv.DictReader(ts.open()))
+    rows = list(csv.DictReader(io.StringIO(ts.read_text())))
     assert rows[0]["ssthresh"] == "inf"
     for row in rows:
         assert len(row["t"].partition(".")[2]) <= 9, row["t"]  # integer ns: no float noise

@@ -37,7 +37,7 @@ class ScenarioError(ValueError):
         super().__init__(f"{where}{path}: {message}")
 
 
-def load_scenario(scenario: str | os.PathLike | Mapping[str, Any]) -> tuple[dict, str | None]:
+def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Returns (scenario dict, source name) from a TOML/JSON path or a dict."""
     if isinstance(scenario, Mapping):
         return copy.deepcopy(dict(scenario)), None
@@ -75,7 +75,7 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def apply_override(sc: dict, key: str, value: Any, source: str | None = None) -> None:
+def apply_override(sc: dict[str, Any], key: str, value: Any, source: str | None = None) -> None:
     """Sets ``key`` (``flow.tcp``, ``link[1].loss.p``, ``duration``) in ``sc``.
 
     A list addressed without an index (``flow.tcp``) is set in every element.
@@ -85,7 +85,9 @@ def apply_override(sc: dict, key: str, value: Any, source: str | None = None) ->
         raise ScenarioError(source, key or "(override)", "expected a key like 'flow.tcp' or 'link[0].loss.p'")
 
     def walk(node: Any, i: int, trail: str) -> None:
-        name, idx = _SEG.match(parts[i]).groups()
+        m = _SEG.match(parts[i])
+        assert m is not None  # checked above
+        name, idx = m.groups()
         last = i == len(parts) - 1
         here = f"{trail}.{name}" if trail else name
         if not isinstance(node, dict):
@@ -116,9 +118,9 @@ def apply_override(sc: dict, key: str, value: Any, source: str | None = None) ->
 class Result:
     """One simulation's results (the JSON contract of DESIGN.md) plus opt-in traces."""
 
-    data: dict
-    traces: dict = field(default_factory=dict)
-    pcaps: dict = field(default_factory=dict)
+    data: dict[str, Any]
+    traces: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pcaps: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -134,15 +136,17 @@ class Result:
 
     @property
     def fairness_jain(self) -> float | None:
-        return self.data["fairness_jain"]
+        j = self.data["fairness_jain"]
+        return None if j is None else float(j)
 
-    def to_json(self, **kw) -> str:
+    def to_json(self, **kw: Any) -> str:
         return json.dumps(self.data, **({"indent": 2} | kw))
 
-    def _trace(self, flow: int) -> dict:
+    def _trace(self, flow: int) -> dict[str, Any]:
         if flow not in self.traces:
             raise KeyError(f"no time series for flow {flow}: run with timeseries=True (or a list of flow ids)")
-        return self.traces[flow]
+        t: dict[str, Any] = self.traces[flow]
+        return t
 
     def timeseries(self, flow: int = 0) -> pd.DataFrame:
         """Sender state after every ACK and timeout: t (s), cwnd, ssthresh (bytes; inf
@@ -185,18 +189,19 @@ class Result:
         t = self._trace(flow)
         return pd.DataFrame({"t": t["sack_t_ns"] / 1e9, "left": t["sack_left"], "right": t["sack_right"]})
 
-    def write_pcaps(self, out_dir: str | os.PathLike = ".") -> list[Path]:
+    def write_pcaps(self, out_dir: str | os.PathLike[str] = ".") -> list[Path]:
         paths = []
         for spec, data in self.pcaps.items():
             paths.append(atomic_write_bytes(Path(out_dir) / f"{spec}.pcap", data))
         return paths
 
 
-def _split_overrides(overrides: Mapping[str, Any]) -> dict:
+def _split_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return {k.replace("__", "."): v for k, v in overrides.items()}
 
 
-def prepare(scenario, overrides: Mapping[str, Any] | None = None) -> tuple[dict, str | None]:
+def prepare(scenario: str | os.PathLike[str] | Mapping[str, Any],
+            overrides: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str | None]:
     sc, src = load_scenario(scenario)
     for k, v in (overrides or {}).items():
         apply_override(sc, k, v, src)
@@ -204,7 +209,7 @@ def prepare(scenario, overrides: Mapping[str, Any] | None = None) -> tuple[dict,
 
 
 def run(
-    scenario: str | os.PathLike | Mapping[str, Any],
+    scenario: str | os.PathLike[str] | Mapping[str, Any],
     seed: int | None = None,
     *,
     timeseries: bool | Iterable[int] = False,
@@ -242,5 +247,6 @@ def run(
     return Result(json.loads(js), traces, dict(pcaps))
 
 
-def schema() -> dict:
-    return json.loads(_core.schema())
+def schema() -> dict[str, Any]:
+    d: dict[str, Any] = json.loads(_core.schema())
+    return d

@@ -11,6 +11,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from .api import ScenarioError, parse_value
 
@@ -19,7 +20,7 @@ class UsageError(Exception):
     """Bad command-line input (exit status 2)."""
 
 
-def _overrides(pairs: list[str]) -> dict:
+def _overrides(pairs: list[str] | None) -> dict[str, Any]:
     ov = {}
     for p in pairs or []:
         if "=" not in p:
@@ -29,7 +30,7 @@ def _overrides(pairs: list[str]) -> dict:
     return ov
 
 
-def _pcap_specs(specs: list[str], out: Path) -> tuple[list[str], dict]:
+def _pcap_specs(specs: list[str] | None, out: Path) -> tuple[list[str], dict[str, Path]]:
     names, files = [], {}
     for s in specs or []:
         spec, _, file = s.partition("=")
@@ -38,7 +39,7 @@ def _pcap_specs(specs: list[str], out: Path) -> tuple[list[str], dict]:
     return names, files
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     if args.seeds is not None:
         from .sweeps.cli import run_seeds
 
@@ -76,20 +77,20 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_schema(args) -> int:
+def cmd_schema(args: argparse.Namespace) -> int:
     from . import api
 
     print(json.dumps(api.schema(), indent=2))
     return 0
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from .sweeps.compare import cmd_compare as compare
 
     return compare(args)
 
 
-def cmd_reproduce(args) -> int:
+def cmd_reproduce(args: argparse.Namespace) -> int:
     import importlib
 
     from .experiments import REGISTRY
@@ -98,7 +99,7 @@ def cmd_reproduce(args) -> int:
     for n in names:
         mod = importlib.import_module(REGISTRY[n])
         out = Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
-        rc = mod.main(quick=args.quick, out=out, jobs=args.jobs, executor=args.executor, quiet=args.quiet)
+        rc: int = mod.main(quick=args.quick, out=out, jobs=args.jobs, executor=args.executor, quiet=args.quiet)
         if rc:
             return rc
     return 0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import numpy as np
 
 
-def _plt():
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -14,7 +17,7 @@ def _plt():
     return plt
 
 
-def goodput_series(ts, bin_s: float):
+def goodput_series(ts: Any, bin_s: float) -> tuple[Any, Any]:
     """Goodput over time (bit/s) from a sender trace: bytes newly acknowledged per bin."""
     t = ts["t"].to_numpy()
     una = ts["snd_una"].to_numpy().astype(float)
@@ -29,7 +32,7 @@ def goodput_series(ts, bin_s: float):
     return edges[1:], rate
 
 
-def compare_figure(runs: dict, path, title: str, bin_s: float):
+def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: str, bin_s: float) -> None:
     """runs: label -> (Result, flow id). Goodput and cwnd over time, one line per label."""
     from ._io import save_figure
 
@@ -52,7 +55,8 @@ def compare_figure(runs: dict, path, title: str, bin_s: float):
     plt.close(fig)
 
 
-def time_sequence(ax, r, title, zoom=None, rwnd=None, flow=0):
+def time_sequence(ax: Any, r: Any, title: str, zoom: tuple[float, float] | None = None, rwnd: int | None = None,
+                  flow: int = 0) -> None:
     """tcptrace-style: segments as vertical bars (retransmissions in red), the ACK line,
     the receive-window line, and SACK blocks."""
     segs, ts = r.segments(flow), r.timeseries(flow)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-def _fmt(v, spec=""):
+
+def _fmt(v: Any, spec: str = "") -> str:
     if v is None:
         return "-"
     return format(v, spec)
 
 
-def table(headers: list[str], rows: list[list], align: str | None = None) -> str:
+def table(headers: list[str], rows: list[list[Any]], align: str | None = None) -> str:
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align or ("l" + "r" * (len(headers) - 1))
@@ -22,7 +24,7 @@ def table(headers: list[str], rows: list[list], align: str | None = None) -> str
     return "\n".join(lines)
 
 
-def format_result(data: dict) -> str:
+def format_result(data: dict[str, Any]) -> str:
     out = [f"scenario {data['scenario']}  seed {data['seed']}  duration {data['duration_s']:g} s"
            + (f"  (statistics after {data['warmup_s']:g} s)" if data.get("warmup_s") else "")]
     rows = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ PAPER_WITH = (4.19, 3.83, 3.36, 2.06)
 LINE = "4.5Mbps"
 
 
-def scenario(gateway: bool, ber: float, duration: str = "130s", size: str | None = None, split: bool = False) -> dict:
+def scenario(gateway: bool, ber: float, duration: str = "130s", size: str | None = None, split: bool = False) -> dict[str, Any]:
     sat = {"a": "gw", "b": "client", "rate": LINE, "delay": "300ms", "delay_ba": "50ms", "queue": {"limit": "1000pkt"}}
     if ber > 0:
         sat["loss"] = {"kind": "ber", "ber": ber}
@@ -98,7 +99,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/gateway", jobs: i
     return 0
 
 
-def table_figure(out: Path, rows: list[dict]) -> Path:
+def table_figure(out: Path, rows: list[dict[str, Any]]) -> Path:
     """Table 1 as a chart: throughput against BER, ours (mean, 95 % CI) beside the paper's."""
     import matplotlib
 
@@ -134,7 +135,7 @@ def table_figure(out: Path, rows: list[dict]) -> Path:
     return path
 
 
-def figures(out: Path, rows: list[dict] | None = None) -> list[Path]:
+def figures(out: Path, rows: list[dict[str, Any]] | None = None) -> list[Path]:
     """Table 1 as a chart (with ``rows``), and time-sequence graphs (server side) of a 2 MB
     transfer at BER 1e-7, without and with the gateway: with it, the server sees a
     short-RTT peer and finishes within seconds."""

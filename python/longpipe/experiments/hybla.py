@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +43,7 @@ PAPER_CLAIMS = {
 }
 
 
-def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict:
+def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict[str, Any]:
     rate = round(WM * WIRE * 8 / rtt)
     return {
         "name": f"hybla-validation-{tcp}-rtt{int(rtt * 1000)}ms-p{p:g}",
@@ -57,7 +59,7 @@ def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict:
     }
 
 
-def grid(quick: bool):
+def grid(quick: bool) -> tuple[list[float], list[int]]:
     if quick:
         ps = [1e-3, 3e-3, 1e-2]
         seeds = range(1, 4)
@@ -67,7 +69,8 @@ def grid(quick: bool):
     return ps, list(seeds)
 
 
-def run(quick: bool = False, jobs: int | None = None, sack: bool = False, runner: Runner | None = None) -> list[dict]:
+def run(quick: bool = False, jobs: int | None = None, sack: bool = False, runner: Runner | None = None
+        ) -> list[dict[str, Any]]:
     ps, seeds = grid(quick)
     runner = runner or Runner(Path("out/reproduce/hybla"), jobs, name="hybla")
     keys = [(rtt, p, tcp, s) for rtt in RTTS for p in ps for tcp in ("hybla", "newreno") for s in seeds]
@@ -98,7 +101,7 @@ def run(quick: bool = False, jobs: int | None = None, sack: bool = False, runner
     return rows
 
 
-def format_table(rows) -> str:
+def format_table(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
         out.append([f"{r['rtt_s'] * 1e3:.0f}", f"{r['p']:.2e}",
@@ -110,7 +113,7 @@ def format_table(rows) -> str:
                   "NewReno sim pkt/s", "Reno model (b=1)", "model err"], out, "rrrrrrrrr")
 
 
-def verdict(rows) -> str:
+def verdict(rows: list[dict[str, Any]]) -> str:
     lines = []
     for rtt in RTTS:
         sel = [r for r in rows if r["rtt_s"] == rtt and r["p"] <= 0.01 + 1e-12]
@@ -131,7 +134,7 @@ def verdict(rows) -> str:
     return "\n".join(lines)
 
 
-def figures(rows, out: Path, sack_rows=None) -> list[Path]:
+def figures(rows: list[dict[str, Any]], out: Path, sack_rows: list[dict[str, Any]] | None = None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -244,7 +247,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int
     return 0
 
 
-def recovery_stats(rtt: float, p: float, seeds=range(1, 4), tcp: str = "hybla") -> dict:
+def recovery_stats(rtt: float, p: float, seeds: Iterable[int] = range(1, 4), tcp: str = "hybla") -> dict[str, float]:
     """Loss-recovery statistics of the validation scenario (docs/notes/hybla-validation.md):
     recoveries and RTOs per run, retransmissions per recovery, and the mean and median
     recovery length in RTTs (from the window reduction to the ACK of everything that was

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,14 +28,17 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "wcdma.toml"
 KIB = 1024
 BUFFERS_KB = (8, 16, 32, 64, 128)
+# (rows, text table, checks, figure paths) of one part
+Part = tuple[list[dict[str, Any]], str, list[str], list[Path]]
 
 
-def base() -> dict:
+def base() -> dict[str, Any]:
     sc, _ = api.load_scenario(EXAMPLE)
     return sc
 
 
-def configure(*, p=0.0, rwnd_kb=64, iw=1, mtu=1500, size="1MB", sack=False, buffer_pkts=1000, duration="300s"):
+def configure(*, p: float = 0.0, rwnd_kb: int = 64, iw: int | str = 1, mtu: int = 1500, size: str | None = "1MB",
+              sack: bool = False, buffer_pkts: int = 1000, duration: str = "300s") -> dict[str, Any]:
     sc = base()
     radio = sc["link"][2]
     radio["loss"] = {"kind": "bernoulli", "p": p}
@@ -46,13 +50,13 @@ def configure(*, p=0.0, rwnd_kb=64, iw=1, mtu=1500, size="1MB", sack=False, buff
     return sc
 
 
-def _run(args):
+def _run(args: tuple[dict[str, Any], int, bool]) -> api.Result:
     kw, seed, ts = args
     r = api.run(configure(**kw), seed=seed, timeseries=ts)
     return r
 
 
-def _plt():
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -62,12 +66,13 @@ def _plt():
 
 
 # ----------------------------------------------------------------------------- fig. 6
-def fig6(out: Path, quick: bool, jobs, runner: Runner):
+def fig6(out: Path, quick: bool, jobs: int | None, runner: Runner) -> Part:
     ps = [0.0, 0.1, 0.2] if quick else [0.0, 0.02, 0.05, 0.08, 0.1, 0.15, 0.2]
     seeds = [1, 2] if quick else [1, 2, 3, 4, 5]
-    items = [({"p": p, "rwnd_kb": b}, s, False) for p in ps for b in BUFFERS_KB for s in seeds]
+    items: list[tuple[dict[str, Any], int, bool]] = [({"p": p, "rwnd_kb": b}, s, False) for p in ps
+                                                     for b in BUFFERS_KB for s in seeds]
     res = runner.results("fig6", [(configure(**kw), s, kw) for kw, s, _ in items])
-    thr = {}
+    thr: dict[tuple[float, int], list[float]] = {}
     for (kw, _, _), r in zip(items, res):
         f = r["flows"][0]
         thr.setdefault((kw["p"], kw["rwnd_kb"]), []).append(f["goodput_bps"])
@@ -115,10 +120,11 @@ def fig6(out: Path, quick: bool, jobs, runner: Runner):
 
 
 # ----------------------------------------------------------------------------- fig. 7
-def fig7(out: Path, quick: bool, jobs, runner: Runner):
+def fig7(out: Path, quick: bool, jobs: int | None, runner: Runner) -> Part:
     sizes = [10, 50, 100, 500] if quick else [10, 20, 50, 100, 200, 500, 1000]
     iws = {"IW = 1 (RFC 1122)": 1, "RFC 2414": "rfc2414"}
-    items = [({"size": f"{k}KB", "iw": iw}, 1, False) for k in sizes for iw in iws.values()]
+    items: list[tuple[dict[str, Any], int, bool]] = [({"size": f"{k}KB", "iw": iw}, 1, False) for k in sizes
+                                                     for iw in iws.values()]
     res = runner.results("fig7", [(configure(**kw), s, {"size": kw["size"], "iw": str(kw["iw"])})
                                   for kw, s, _ in items])
     t = {(kw["size"], str(kw["iw"])): r["flows"][0]["completion_time_s"] for (kw, _, _), r in zip(items, res)}
@@ -129,7 +135,7 @@ def fig7(out: Path, quick: bool, jobs, runner: Runner):
         out_rows.append([k, f"{a:.2f}", f"{b:.2f}", f"{a - b:.2f}"])
     text = table(["size KB", "IW=1 s", "RFC 2414 s", "saving s"], out_rows)
     sav = [r["saving_s"] for r in rows]
-    r100 = next((r for r in rows if r["size_kb"] == 100), None)
+    r100 = next((r for r in rows if r["size_kb"] == 100), rows[0])
     checks = [f"saving from RFC 2414: {min(sav):.2f} … {max(sav):.2f} s across sizes (paper: about 1 s, roughly constant)",
               f"100 KB: {r100['iw1_s']:.2f} s with IW=1 vs {r100['rfc2414_s']:.2f} s with RFC 2414 (paper: 5 s vs 4 s)"]
     plt = _plt()
@@ -149,13 +155,14 @@ def fig7(out: Path, quick: bool, jobs, runner: Runner):
 
 
 # ----------------------------------------------------------------------------- fig. 8
-def fig8(out: Path, quick: bool, jobs, runner: Runner):
+def fig8(out: Path, quick: bool, jobs: int | None, runner: Runner) -> Part:
     mtus = (256, 512, 1000, 1500)
     items = [({"mtu": m, "size": None, "duration": "20s"}, 1, True) for m in mtus]
     res = run_parallel(_run, items, jobs)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    rows, out_rows = [], []
+    rows: list[dict[str, Any]] = []
+    out_rows: list[list[Any]] = []
     for m, r in zip(mtus, res):
         ts = r.timeseries(0)
         rwnd = 64 * KIB
@@ -167,7 +174,7 @@ def fig8(out: Path, quick: bool, jobs, runner: Runner):
         out_rows.append([m, "-" if t_ss is None else f"{t_ss:.2f}", f"{at10:.0f}"])
         ax.plot(ts.t, ts.snd_una / 1e3, label=f"MTU {m}")
     text = table(["MTU", "slow start ends s", "KB acked at 10 s"], out_rows)
-    ss = {r["mtu"]: r["slow_start_end_s"] for r in rows}
+    ss: dict[int, Any] = {r["mtu"]: r["slow_start_end_s"] for r in rows}
     checks = [
         f"MTU 1500: slow start ends at {ss[1500]:.2f} s (paper: by about 6 s) -> "
         f"{'AGREES' if ss[1500] is not None and ss[1500] <= 7 else 'DIFFERS'}",
@@ -188,7 +195,7 @@ def fig8(out: Path, quick: bool, jobs, runner: Runner):
 
 
 # ------------------------------------------------------------------------- figs. 9-12
-def figs9_12(out: Path, quick: bool, jobs, runner: Runner, buffer_pkts: int = 20):
+def figs9_12(out: Path, quick: bool, jobs: int | None, runner: Runner, buffer_pkts: int = 20) -> Part:
     items = [({"sack": s, "buffer_pkts": buffer_pkts, "p": 0.0}, 1, True) for s in (False, True)]
     plain, sack = run_parallel(_run, items, jobs)
     fp, fs = plain.data["flows"][0], sack.data["flows"][0]

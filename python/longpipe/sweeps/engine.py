@@ -104,26 +104,28 @@ def _local(tasks: Sequence[Task], jobs: int, done: Done) -> None:
 
 def _dask(tasks: Sequence[Task], executor: str, jobs: int | None, done: Done) -> None:
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from importlib import import_module
+
+        dist: Any = import_module("distributed")  # untyped: called through Any
     except ImportError:
         raise ScenarioError(None, "--executor", "Dask is not installed: pip install 'longpipe[dask]'") from None
     import logging
 
     cluster = None
     if executor == "dask":
-        cluster = LocalCluster(n_workers=jobs or default_jobs(), threads_per_worker=1, processes=True,
+        cluster = dist.LocalCluster(n_workers=jobs or default_jobs(), threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR)
-        client = Client(cluster)
+        client = dist.Client(cluster)
     else:
         address = "tcp://" + executor[len("dask://"):] if executor.startswith("dask://") else executor
         try:
-            client = Client(address, timeout="10s")
+            client = dist.Client(address, timeout="10s")
         except (OSError, TimeoutError) as e:
             raise ScenarioError(None, "--executor", f"cannot reach the Dask scheduler at {address}: {e}") from None
     try:
         futures = client.map(execute, list(tasks), key=[f"longpipe-run-{t.run_id}" for t in tasks], pure=False)
         by_key = {f.key: t for f, t in zip(futures, tasks)}
-        for fut, (row, wall) in as_completed(futures, with_results=True):
+        for fut, (row, wall) in dist.as_completed(futures, with_results=True):
             done(by_key[fut.key], row, wall)
     finally:
         client.close()

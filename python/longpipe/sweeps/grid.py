@@ -244,7 +244,7 @@ def _validate(sc: Mapping[str, Any], src: str | None, what: str) -> None:
 
 def apply_point(base: Mapping[str, Any], point: Sequence[tuple[str, Any]], src: str | None) -> dict[str, Any]:
     """The base scenario with a point's values set (a deep copy)."""
-    sc = json.loads(json.dumps(base))
+    sc: dict[str, Any] = json.loads(json.dumps(base))
     for k, v in point:
         try:
             apply_override(sc, k, json.loads(json.dumps(v)), src)

@@ -5,6 +5,7 @@ grid was log-spaced."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,7 +41,7 @@ def _log_axis(axis: Axis, nums: Sequence[float]) -> bool:
     return len(pos) == len(nums) and len(nums) > 2 and max(pos) / min(pos) >= 100
 
 
-def plot_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], path: str | Path, *, x: str,
+def plot_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], path: str | os.PathLike[str], *, x: str,
                y: str = "goodput", hue: str | None = None, where: Mapping[str, Any] | None = None,
                title: str | None = None, logy: bool = False) -> Path:
     """Writes a PNG of metric ``y`` against grid key ``x``; returns its path."""
@@ -102,18 +103,20 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
         fsel = [r for r in sel if all(r.get(a.key) == _param_type(v)[1] for a, v in zip(facet_axes, facet))]
         n_h = len(hues)
         for j, hv in enumerate(hues):
-            hsel = fsel if hv is None else [r for r in fsel if r.get(hue) == _param_type(hv)[1]]
-            px, py, pe = [], [], []
-            for k, xv in enumerate(xs):
+            hsel = fsel if hv is None or hue is None else [r for r in fsel if r.get(hue) == _param_type(hv)[1]]
+            px: list[float] = []
+            py: list[float] = []
+            pe: list[float] = []
+            for xi, xv in enumerate(xs):
                 pts = [r for r in hsel if r.get(x) == _param_type(xv)[1]]
                 ys = [v for v in values(pts, m) if v is not None]
                 if not ys:
                     continue
                 mean, ci = mean_ci95(ys)
                 if num:
-                    px.append(num[0][k])
+                    px.append(num[0][xi])
                 else:  # categorical: dodge the hues so the intervals do not overlap
-                    px.append(k + (j - (n_h - 1) / 2) * 0.8 / max(n_h, 1) * (1 if n_h > 1 else 0))
+                    px.append(xi + (j - (n_h - 1) / 2) * 0.8 / max(n_h, 1) * (1 if n_h > 1 else 0))
                 py.append(mean * m.scale)
                 pe.append(0.0 if math.isnan(ci) else ci * m.scale)
             label = None if hv is None else format_value(hv)
