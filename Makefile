@@ -40,6 +40,7 @@ test: setup ## Rust tests, then Python tests
 bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q
 	$(PY) benches/run.py
+	$(PY) benches/cli_startup.py
 
 lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
 	$(VENV)/bin/ruff check python tests benches examples

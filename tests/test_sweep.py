@@ -318,12 +318,14 @@ def test_version_and_every_argument_described():
 
     r = cli("--version", check=True)
     assert r.stdout.strip() == f"longpipe {__version__}"
+    assert "sweep" in cli("--help", check=True).stdout
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     for name, p in sub.choices.items():
         for a in p._actions:
             if a.dest != "help":
                 assert a.help, f"longpipe {name}: {a.option_strings or a.dest} has no help text"
+        assert cli(name, "--help", check=True).stdout.startswith("usage: longpipe " + name)
 
 
 def test_timeseries_csv_default_dir_inf_ssthresh_and_clean_times(tmp_path, tiny):

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _core
-from ._io import atomic_write_bytes
 
 if TYPE_CHECKING:  # NumPy and pandas load on first use: the CLI starts faster without them
     import pandas as pd
@@ -190,6 +189,8 @@ class Result:
         return pd.DataFrame({"t": t["sack_t_ns"] / 1e9, "left": t["sack_left"], "right": t["sack_right"]})
 
     def write_pcaps(self, out_dir: str | os.PathLike[str] = ".") -> list[Path]:
+        from ._io import atomic_write_bytes
+
         paths = []
         for spec, data in self.pcaps.items():
             paths.append(atomic_write_bytes(Path(out_dir) / f"{spec}.pcap", data))

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Sweep", "load", "sweep"]
 
+EXECUTORS = "local | dask | dask://HOST:PORT (or tcp://HOST:PORT)"
+
 
 def __getattr__(name: str) -> Any:
     if name in __all__:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..api import ScenarioError, prepare
 from .engine import Outcome, Task, make_task, run_tasks
-from .grid import Axis, apply_point, axes_from, format_value, parse_seeds, points, validate_grid
+from .grid import Axis, apply_point, axes_from, display_value, parse_seeds, points, validate_grid
 from .store import FORMAT, Store, scenario_hash
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def load(directory: str | os.PathLike[str]) -> Sweep:
 
 def describe(sw: Sweep) -> str:
     """One line: the scenario, grid and seeds."""
-    grid = "; ".join(f"{a.key} = {', '.join(format_value(v) for v in a.values)}" for a in sw.axes) or "no grid"
+    grid = "; ".join(f"{a.key} = {', '.join(display_value(v) for v in a.values)}" for a in sw.axes) or "no grid"
     seeds = sw.manifest.get("seeds", [])
     s = f"{seeds[0]}..{seeds[-1]}" if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 \
         else ", ".join(map(str, seeds))

@@ -13,14 +13,12 @@ Only argparse is imported here; everything else loads when a command runs.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from .engine import EXECUTORS
+from . import EXECUTORS
 
 GRID_HELP = ("a scenario key and its values: KEY=V1,V2,... or KEY=LO..HI:log:N or KEY=LO..HI:lin:N "
              "(keys as for --set, e.g. flow.tcp=newreno,hybla or link[1].loss.p=1e-4..1e-2:log:9); repeat "
@@ -54,7 +52,7 @@ def register(sub: Any) -> None:
     add_exec_args(s)
     s.set_defaults(func=cmd_sweep)
 
-    m = sub.add_parser("summary", help="mean and 95% confidence interval per point of a sweep",
+    m = sub.add_parser("summary", help="mean and 95%% confidence interval per point of a sweep",
                        description="Summarise a sweep directory: per grid point, the number of seeds and the mean "
                        "± half-width of the 95%% Student-t confidence interval of each metric.")
     m.add_argument("dir", help="sweep directory (from longpipe sweep --out)")
@@ -153,6 +151,9 @@ def summary_records(sw: Any, metric_names: list[str] | None) -> list[dict[str, A
 
 
 def write_csv(records: list[dict[str, Any]]) -> str:
+    import csv
+    import io
+
     buf = io.StringIO()
     if records:
         w = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")

@@ -38,7 +38,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..report import table
     from .api import plan
     from .engine import run_tasks
-    from .grid import format_value, parse_axis
+    from .grid import display_value, format_value, parse_axis
     from .summary import fmt_mean_ci
 
     grid = list(args.vary or [])
@@ -87,7 +87,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rows = []
         nan = float("nan")
         for rec in records:
-            rows.append([format_value(rec[k]) for k in keys]
+            rows.append([display_value(rec[k]) for k in keys]
                         + [fmt_mean_ci(nan if rec[f"{k}_mean"] is None else rec[f"{k}_mean"],
                                        nan if rec[f"{k}_ci95"] is None else rec[f"{k}_ci95"], sc)
                            for k, _, sc in FLOW_FIELDS])
@@ -100,7 +100,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base, src = api.prepare(args.scenario, ov)
         runs = {}
         for pt in per_point:
-            label = ", ".join(format_value(v) for v in pt)
+            label = ", ".join(display_value(v) for v in pt)
             sc = apply_point(base, list(zip(keys, pt)), src)
             runs[label] = (api.run(sc, seed=seeds[0], timeseries=[args.flow]), args.flow)
         dur = float(results[0]["duration_s"])

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import ScenarioError
+from . import EXECUTORS
 from .store import Store, canonical_json, make_row, run_id, scenario_hash
-
-EXECUTORS = "local | dask | dask://HOST:PORT (or tcp://HOST:PORT)"
 
 
 @dataclass(frozen=True)

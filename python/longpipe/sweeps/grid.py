@@ -275,3 +275,10 @@ def format_value(v: Any) -> str:
     if isinstance(v, str):
         return v
     return canonical(v)
+
+
+def display_value(v: Any) -> str:
+    """A value for tables, legends and titles: floats to 6 significant digits."""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return format_value(v)

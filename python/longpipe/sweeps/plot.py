@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import ScenarioError
-from .grid import Axis, format_value
+from .grid import Axis, display_value, format_value
 from .store import _param_type
 from .summary import mean_ci95, metric, values
 
@@ -119,7 +119,7 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
                     px.append(xi + (j - (n_h - 1) / 2) * 0.8 / max(n_h, 1) * (1 if n_h > 1 else 0))
                 py.append(mean * m.scale)
                 pe.append(0.0 if math.isnan(ci) else ci * m.scale)
-            label = None if hv is None else format_value(hv)
+            label = None if hv is None else display_value(hv)
             if num:  # mean line and markers, the 95 % interval as a band
                 (line,) = ax.plot(px, py, marker="o", ms=4, lw=1.5, label=label)
                 lo = [a - e for a, e in zip(py, pe)]
@@ -133,7 +133,7 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
             ax.set_xlabel(f"{x} ({num[1]})" if num[1] else x)
         else:
             ax.set_xticks(range(len(xs)))
-            ax.set_xticklabels([format_value(v) for v in xs])
+            ax.set_xticklabels([display_value(v) for v in xs])
             ax.set_xlim(-0.6, len(xs) - 0.4)
             ax.set_xlabel(x)
         if logy:
@@ -144,14 +144,14 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
         ax.grid(alpha=0.35, which="major")
         ax.grid(alpha=0.12, which="minor")
         if facet:
-            ax.set_title(", ".join(f"{a.key} = {format_value(v)}" for a, v in zip(facet_axes, facet)), fontsize=9)
+            ax.set_title(", ".join(f"{a.key} = {display_value(v)}" for a, v in zip(facet_axes, facet)), fontsize=9)
         if hue:
             ax.legend(title=hue, fontsize=8, title_fontsize=8)
     if len(seeds) > 1:
         fig.text(0.995, 0.005, "shaded: 95 % confidence interval of the mean (Student t)", ha="right", va="bottom",
                  fontsize=7, color="0.4")
     ci_note = f"mean and 95 % CI over {len(seeds)} seeds" if len(seeds) > 1 else f"seed {seeds[0]}"
-    extra = "".join(f", {k} = {format_value(v)}" for k, v in fixed.items())
+    extra = "".join(f", {k} = {display_value(v)}" for k, v in fixed.items())
     fig.suptitle(f"{title or 'sweep'}: {m.label} vs {x}\n({ci_note}{extra})", fontsize=11)
     fig.tight_layout()
     return fig

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import ScenarioError
-from .grid import Axis, format_value
+from .grid import Axis, display_value
 from .store import METRICS, _param_type
 
 ALIASES = {
@@ -186,6 +186,6 @@ def table_rows(summary: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
     headers = [a.key for a in axes] + ["seeds"] + [m.title for m in ms]
     cells = []
     for d in summary:
-        cells.append([format_value(d[a.key]) for a in axes] + [str(d["n"])]
+        cells.append([display_value(d[a.key]) for a in axes] + [str(d["n"])]
                      + [fmt_mean_ci(d[f"{m.name}_mean"], d[f"{m.name}_ci95"], m.scale) for m in ms])
     return headers, cells
