@@ -151,7 +151,7 @@ def figures(out: Path, rows: list[dict[str, Any]] | None = None) -> list[Path]:
         r = api.run(sc, seed=1, timeseries=True)
         fig, ax = plt.subplots(figsize=(7.5, 5))
         f = r.data["flows"][0]
-        time_sequence(ax, r, f"2 MB at BER 1e-7, {'with' if gw else 'without'} the gateway (server's view); "
+        time_sequence(ax, r, f"2 MB at BER 1e-7, seed 1, {'with' if gw else 'without'} the gateway (server's view);\n"
                       f"done at the client in {f['completion_time_s']:.1f} s", rwnd=8760 if not gw else None)
         fig.tight_layout()
         paths.append(save_figure(fig, out / f"tsg_{'with' if gw else 'without'}_gateway.png", dpi=110))

@@ -204,9 +204,12 @@ def figure1(out: Path, rtt: float = 0.55, gamma: int = 32, horizon: float = 6.0)
     ax.set_xlabel("time since the first data segment (s)")
     ax.set_ylabel("packets sent")
     ax.set_title(f"Data sent, RTT {rtt * 1e3:.0f} ms, γ = {gamma} (cf. paper fig. 1)")
+    fig.text(0.5, 0.01, "Eq. (2) as corrected here: congestion-avoidance term γ(t − t_γ)/RTT0 and t_γ = RTT0·log2 γ\n"
+             "(printed: (t − t_γ)/RTT0 and RTT·log2 γ); see docs/notes/hybla-model.md",
+             ha="center", va="bottom", fontsize=7.5, color="0.25")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     p = save_figure(fig, out / "fig1_data_sent.png", dpi=110)
     plt.close(fig)
     return p

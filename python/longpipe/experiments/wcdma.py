@@ -218,11 +218,22 @@ def figs9_12(out: Path, quick: bool, jobs: int | None, runner: Runner, buffer_pk
     ]
     paths = []
     plt = _plt()
-    zoom = (first_loss - 3, first_loss + 12) if first_loss else None
+    def episode(run: api.Result) -> tuple[float, float] | None:
+        """Frames a run's first loss episode: from just before its first retransmission to
+        just after the last one that follows within 15 s."""
+        sg = run.segments(0)
+        t = [float(x) for x in sg.t[sg.retx]]
+        if not t:
+            return None
+        return (t[0] - 1.5, max(x for x in t if x <= t[0] + 15) + 2.0)
+
+    seed_note = "seed 1, 384 kbit/s RLC AM bearer"
     for n, (r, name, z) in enumerate([(plain, "without SACK", None), (sack, "with SACK", None),
-                                       (plain, "without SACK, zoom", zoom), (sack, "with SACK, zoom", zoom)]):
+                                       (plain, "without SACK, zoom", episode(plain)),
+                                       (sack, "with SACK, zoom", episode(sack))]):
         fig, ax = plt.subplots(figsize=(7.5, 5))
-        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})", z, rwnd=64 * KIB)
+        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})\n"
+                      f"{seed_note}", z, rwnd=64 * KIB)
         fig.tight_layout()
         paths.append(save_figure(fig, out / f"fig{9 + n}_tsg_{'sack' if r is sack else 'nosack'}{'_zoom' if z else ''}.png",
                                  dpi=110))

@@ -105,8 +105,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
             runs[label] = (api.run(sc, seed=seeds[0], timeseries=[args.flow]), args.flow)
         dur = float(results[0]["duration_s"])
         bin_s = args.bin or max(dur / 100.0, 0.1)
-        title = f"{name}: flow {args.flow}, seed {seeds[0]}" + (f" ({sets})" if sets else "")
-        compare_figure(runs, args.plot, title, bin_s)
+        title = f"{name}: flow {args.flow}, seed {seeds[0]}, {caption(base)}" + (f"\n{sets}" if sets else "")
+        compare_figure(runs, args.plot, title, bin_s, scenario=base)
         if not (args.json or args.csv):
             print(f"wrote {args.plot}")
     return 0
+
+
+def caption(sc: dict[str, Any]) -> str:
+    """The scenario in a few words for a figure title: path RTT (from the one-way
+    delays), bottleneck rate, loss."""
+    from ..plots import _RATES, parse_quantity
+
+    links = [lk for lk in sc.get("link", []) if isinstance(lk, dict)]
+    delays = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    rtt = 0.0
+    for lk in links:
+        d = parse_quantity(lk.get("delay", "0s"), delays) or 0.0
+        rtt += d + (parse_quantity(lk.get("delay_ba", lk.get("delay", "0s")), delays) or 0.0)
+    rates = [r for r in (parse_quantity(lk.get("rate"), _RATES) for lk in links) if r]
+    parts = [f"base RTT {rtt * 1e3:.0f} ms"] if rtt else []
+    if rates:
+        parts.append(f"bottleneck {min(rates) / 1e6:g} Mbit/s")
+    for lk in links:
+        loss = lk.get("loss")
+        if isinstance(loss, dict):
+            kind = loss.get("kind")
+            if kind == "ber":
+                parts.append(f"BER {loss.get('ber')}")
+            elif kind == "bernoulli":
+                parts.append(f"loss p {loss.get('p')}")
+            elif kind:
+                parts.append(f"{kind} loss")
+    return ", ".join(parts)
