@@ -226,6 +226,8 @@ def test_dask_scheduler_address(tmp_path, tiny):
 def test_summary_mean_and_ci(tmp_path, tiny):
     from scipy import stats
 
+    import longpipe
+
     out = tmp_path / "s"
     r = cli("sweep", tiny, "--grid", "flow.tcp=newreno,hybla", "--seeds", "5", "--out", out, "--summary", "--quiet",
             check=True)
@@ -233,9 +235,7 @@ def test_summary_mean_and_ci(tmp_path, tiny):
     recs = json.loads(cli("summary", out, "--json", check=True).stdout)
     assert [x["flow.tcp"] for x in recs] == ["newreno", "hybla"] and all(x["n"] == 5 for x in recs)
     for rec in recs:
-        runs = [json.loads(cli("run", tiny, "--json", "--seed", s, "--set", f"flow.tcp={rec['flow.tcp']}",
-                               check=True).stdout) for s in range(1, 6)]
-        g = [x["flows"][0]["goodput_bps"] for x in runs]
+        g = [longpipe.run(tiny, seed=s, flow__tcp=rec["flow.tcp"]).data["flows"][0]["goodput_bps"] for s in range(1, 6)]
         m = sum(g) / 5
         sd = math.sqrt(sum((x - m) ** 2 for x in g) / 4)
         assert rec["goodput_bps_mean"] == pytest.approx(m, rel=1e-12)
@@ -267,8 +267,10 @@ def test_plot_log_axis_and_png(tmp_path, tiny):
 def test_run_seeds(tmp_path, tiny):
     d = json.loads(cli("run", tiny, "--seeds", "3", "--json", "--quiet", check=True).stdout)
     assert d["seeds"] == [1, 2, 3] and len(d["runs"]) == 3
+    import longpipe
+
     for s, res in zip([1, 2, 3], d["runs"]):
-        one = json.loads(cli("run", tiny, "--json", "--seed", s, check=True).stdout)
+        one = longpipe.run(tiny, seed=s).data
         one["sim"].pop("wall_s")
         assert res == one
     g = [x["flows"][0]["goodput_bps"] for x in d["runs"]]
@@ -287,10 +289,10 @@ def test_compare_vary_json_csv(tmp_path, tiny):
                        "--json", "--quiet", check=True).stdout)
     assert d["vary"] == ["flow.sack", "flow.tcp"] and len(d["variants"]) == 4
     assert all(v["seeds"] == 2 for v in d["variants"])
-    one = json.loads(cli("run", tiny, "--json", "--seed", "2", "--set", "flow.sack=true", "--set", "flow.tcp=reno",
-                         check=True).stdout)
-    one1 = json.loads(cli("run", tiny, "--json", "--seed", "1", "--set", "flow.sack=true", "--set", "flow.tcp=reno",
-                          check=True).stdout)
+    import longpipe
+
+    one = longpipe.run(tiny, seed=2, overrides={"flow.sack": True, "flow.tcp": "reno"}).data
+    one1 = longpipe.run(tiny, seed=1, overrides={"flow.sack": True, "flow.tcp": "reno"}).data
     v = next(x for x in d["variants"] if x["flow.sack"] is True and x["flow.tcp"] == "reno")
     assert v["goodput_bps_mean"] == pytest.approx((one["flows"][0]["goodput_bps"] + one1["flows"][0]["goodput_bps"]) / 2)
     rows = list(csv.DictReader(io.StringIO(cli("compare", tiny, "--csv", "--quiet", check=True).stdout)))

@@ -118,7 +118,7 @@ def _dask(tasks: Sequence[Task], executor: str, jobs: int | None, done: Done) ->
     else:
         address = "tcp://" + executor[len("dask://"):] if executor.startswith("dask://") else executor
         try:
-            client = dist.Client(address, timeout="10s")
+            client = dist.Client(address, timeout="5s")
         except (OSError, TimeoutError) as e:
             raise ScenarioError(None, "--executor", f"cannot reach the Dask scheduler at {address}: {e}") from None
     try:
