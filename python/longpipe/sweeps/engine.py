@@ -71,12 +71,19 @@ def _serial(tasks: Sequence[Task], done: Done) -> None:
         done(t, row, wall)
 
 
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops the pool (no tracebacks)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _local(tasks: Sequence[Task], jobs: int, done: Done) -> None:
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     # spawn: workers start clean (no inherited threads or locks from this process)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint) as ex:
         pending: dict[Future[tuple[dict[str, Any], float | None]], Task] = {}
         todo = iter(tasks)
         try:
