@@ -40,10 +40,13 @@ test: setup ## Rust tests, then Python tests
 bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q
 	$(PY) benches/run.py
+	$(PY) benches/cli_startup.py
 
-lint:
-	cargo fmt --all --check || true
-	cargo clippy -p longpipe-core --release -q -- -D warnings
+lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
+	$(VENV)/bin/ruff check python tests benches examples
+	$(VENV)/bin/mypy
+	cargo fmt --all --check
+	cargo clippy --workspace --release -q -- -D warnings
 
 clean:
 	rm -rf $(VENV) target out

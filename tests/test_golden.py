@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
-from record import digest, stable  # noqa: E402
+from record import digest, stable
 
-from longpipe import _core  # noqa: E402
+from longpipe import _core
 
 RUNS = Path(__file__).resolve().parent / "golden" / "runs.jsonl"
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from longpipe.models import cli as mcli
 from longpipe.models import (
     data_sent,
     hybla_data_sent,
@@ -22,7 +23,6 @@ from longpipe.models import (
     solve_w,
     throughput,
 )
-from longpipe.models import cli as mcli
 
 RENO_FORMS = [pftk_full, pftk_approx, reno_no_timeout]
 

@@ -26,3 +26,16 @@ def test_reproduce_gateway_quick(tmp_path):
     assert all(a >= b * 0.98 for a, b in zip(w, w[1:]))
     for f in ("tsg_without_gateway.png", "tsg_with_gateway.png"):
         assert (out / f).read_bytes()[:4] == b"\x89PNG"
+    assert (out / "table1_throughput_vs_ber.png").read_bytes()[:4] == b"\x89PNG"
+    # the runs are in a store (4 BERs x 3 modes x 2 seeds); a second call reuses them
+    stored = sorted((out / "store" / "table1" / "runs").glob("*.parquet"))
+    assert len(stored) == 24
+    table = (out / "table.json").read_bytes()
+    mtimes = [p.stat().st_mtime_ns for p in stored]
+    r2 = cli("reproduce", "gateway", "--quick", "--out", out, check=True)
+    assert (out / "table.json").read_bytes() == table and r2.stdout == r.stdout
+    assert [p.stat().st_mtime_ns for p in stored] == mtimes, "stored runs are not run again"
+    # and it reads as one HTML page with the paper cited
+    cli("report", out, check=True)
+    page = (out / "report.html").read_text()
+    assert "Miyake" in page and "data:image/png;base64," in page

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -29,11 +30,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def save_figure(fig, path: str | os.PathLike, **kwargs) -> Path:
+def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> Path:
     """Saves a matplotlib figure atomically (PNG unless the suffix says otherwise)."""
     import io
 

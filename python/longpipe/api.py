@@ -11,15 +11,18 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import _core
-from ._io import atomic_write_bytes
+
+if TYPE_CHECKING:  # NumPy and pandas load on first use: the CLI starts faster without them
+    import pandas as pd
+
+# The sender reports an unset ("infinite") ssthresh as this value (u64::MAX / 4).
+SSTHRESH_INFINITE = (2**64 - 1) // 4
 
 
 class ScenarioError(ValueError):
@@ -33,7 +36,7 @@ class ScenarioError(ValueError):
         super().__init__(f"{where}{path}: {message}")
 
 
-def load_scenario(scenario: str | os.PathLike | Mapping[str, Any]) -> tuple[dict, str | None]:
+def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Returns (scenario dict, source name) from a TOML/JSON path or a dict."""
     if isinstance(scenario, Mapping):
         return copy.deepcopy(dict(scenario)), None
@@ -71,7 +74,7 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def apply_override(sc: dict, key: str, value: Any, source: str | None = None) -> None:
+def apply_override(sc: dict[str, Any], key: str, value: Any, source: str | None = None) -> None:
     """Sets ``key`` (``flow.tcp``, ``link[1].loss.p``, ``duration``) in ``sc``.
 
     A list addressed without an index (``flow.tcp``) is set in every element.
@@ -81,7 +84,9 @@ def apply_override(sc: dict, key: str, value: Any, source: str | None = None) ->
         raise ScenarioError(source, key or "(override)", "expected a key like 'flow.tcp' or 'link[0].loss.p'")
 
     def walk(node: Any, i: int, trail: str) -> None:
-        name, idx = _SEG.match(parts[i]).groups()
+        m = _SEG.match(parts[i])
+        assert m is not None  # checked above
+        name, idx = m.groups()
         last = i == len(parts) - 1
         here = f"{trail}.{name}" if trail else name
         if not isinstance(node, dict):
@@ -112,75 +117,95 @@ def apply_override(sc: dict, key: str, value: Any, source: str | None = None) ->
 class Result:
     """One simulation's results (the JSON contract of DESIGN.md) plus opt-in traces."""
 
-    data: dict
-    traces: dict = field(default_factory=dict)
-    pcaps: dict = field(default_factory=dict)
+    data: dict[str, Any]
+    traces: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pcaps: dict[str, bytes] = field(default_factory=dict)
     #: Wall time of the simulation in seconds (not part of ``data``, which is the same for
     #: the same scenario and seed).
     wall_s: float = 0.0
 
     @property
     def flows(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.data["flows"])
 
     @property
     def links(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.data["links"])
 
     @property
     def fairness_jain(self) -> float | None:
-        return self.data["fairness_jain"]
+        j = self.data["fairness_jain"]
+        return None if j is None else float(j)
 
-    def to_json(self, **kw) -> str:
+    def to_json(self, **kw: Any) -> str:
         return json.dumps(self.data, **({"indent": 2} | kw))
 
-    def _trace(self, flow: int) -> dict:
+    def _trace(self, flow: int) -> dict[str, Any]:
         if flow not in self.traces:
             raise KeyError(f"no time series for flow {flow}: run with timeseries=True (or a list of flow ids)")
-        return self.traces[flow]
+        t: dict[str, Any] = self.traces[flow]
+        return t
 
     def timeseries(self, flow: int = 0) -> pd.DataFrame:
-        """Sender state after every ACK and timeout: t (s), cwnd, ssthresh (bytes),
-        snd_una (cumulative ACK) and snd_max (highest sequence sent + 1)."""
+        """Sender state after every ACK and timeout: t (s), cwnd, ssthresh (bytes; inf
+        while no loss has set it), snd_una (cumulative ACK) and snd_max (highest
+        sequence sent + 1)."""
+        import numpy as np
+        import pandas as pd
+
         t = self._trace(flow)
+        ss = t["ssthresh"]
         return pd.DataFrame(
             {
-                "t": t["t_ns"] * 1e-9,
+                "t": t["t_ns"] / 1e9,
                 "cwnd": t["cwnd"],
-                "ssthresh": t["ssthresh"],
+                "ssthresh": np.where(ss >= SSTHRESH_INFINITE, np.inf, ss.astype(float)),
                 "snd_una": t["snd_una"],
                 "snd_max": t["snd_max"],
             }
         )
 
     def rtt(self, flow: int = 0) -> pd.DataFrame:
+        import pandas as pd
+
         t = self._trace(flow)
-        return pd.DataFrame({"t": t["rtt_t_ns"] * 1e-9, "rtt": t["rtt_ns"] * 1e-9})
+        return pd.DataFrame({"t": t["rtt_t_ns"] / 1e9, "rtt": t["rtt_ns"] / 1e9})
 
     def segments(self, flow: int = 0) -> pd.DataFrame:
         """Every data segment sent: t, seq (relative), len, retransmission flag."""
+        import pandas as pd
+
         t = self._trace(flow)
         return pd.DataFrame(
-            {"t": t["seg_t_ns"] * 1e-9, "seq": t["seg_seq"], "len": t["seg_len"], "retx": t["seg_retx"]}
+            {"t": t["seg_t_ns"] / 1e9, "seq": t["seg_seq"], "len": t["seg_len"], "retx": t["seg_retx"]}
         )
 
     def sacks(self, flow: int = 0) -> pd.DataFrame:
         """SACK blocks the sender received: t, left, right (relative sequence numbers)."""
-        t = self._trace(flow)
-        return pd.DataFrame({"t": t["sack_t_ns"] * 1e-9, "left": t["sack_left"], "right": t["sack_right"]})
+        import pandas as pd
 
-    def write_pcaps(self, out_dir: str | os.PathLike = ".") -> list[Path]:
+        t = self._trace(flow)
+        return pd.DataFrame({"t": t["sack_t_ns"] / 1e9, "left": t["sack_left"], "right": t["sack_right"]})
+
+    def write_pcaps(self, out_dir: str | os.PathLike[str] = ".") -> list[Path]:
+        from ._io import atomic_write_bytes
+
         paths = []
         for spec, data in self.pcaps.items():
             paths.append(atomic_write_bytes(Path(out_dir) / f"{spec}.pcap", data))
         return paths
 
 
-def _split_overrides(overrides: Mapping[str, Any]) -> dict:
+def _split_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return {k.replace("__", "."): v for k, v in overrides.items()}
 
 
-def prepare(scenario, overrides: Mapping[str, Any] | None = None) -> tuple[dict, str | None]:
+def prepare(scenario: str | os.PathLike[str] | Mapping[str, Any],
+            overrides: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str | None]:
     sc, src = load_scenario(scenario)
     for k, v in (overrides or {}).items():
         apply_override(sc, k, v, src)
@@ -188,7 +213,7 @@ def prepare(scenario, overrides: Mapping[str, Any] | None = None) -> tuple[dict,
 
 
 def run(
-    scenario: str | os.PathLike | Mapping[str, Any],
+    scenario: str | os.PathLike[str] | Mapping[str, Any],
     seed: int | None = None,
     *,
     timeseries: bool | Iterable[int] = False,
@@ -219,9 +244,13 @@ def run(
     except _core.ScenarioError as e:
         path, msg = e.args
         raise ScenarioError(src, path, msg) from None
-    traces = {int(k): {c: np.asarray(v) for c, v in d.items()} for k, d in traces.items()}
+    if traces:
+        import numpy as np
+
+        traces = {int(k): {c: np.asarray(v) for c, v in d.items()} for k, d in traces.items()}
     return Result(json.loads(js), traces, dict(pcaps), wall_s)
 
 
-def schema() -> dict:
-    return json.loads(_core.schema())
+def schema() -> dict[str, Any]:
+    d: dict[str, Any] = json.loads(_core.schema())
+    return d

@@ -11,6 +11,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from .api import ScenarioError, parse_value
 
@@ -19,7 +20,7 @@ class UsageError(Exception):
     """Bad command-line input (exit status 2)."""
 
 
-def _overrides(pairs: list[str]) -> dict:
+def _overrides(pairs: list[str] | None) -> dict[str, Any]:
     ov = {}
     for p in pairs or []:
         if "=" not in p:
@@ -29,7 +30,7 @@ def _overrides(pairs: list[str]) -> dict:
     return ov
 
 
-def _pcap_specs(specs: list[str], out: Path) -> tuple[list[str], dict]:
+def _pcap_specs(specs: list[str] | None, out: Path) -> tuple[list[str], dict[str, Path]]:
     names, files = [], {}
     for s in specs or []:
         spec, _, file = s.partition("=")
@@ -38,7 +39,11 @@ def _pcap_specs(specs: list[str], out: Path) -> tuple[list[str], dict]:
     return names, files
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.seeds is not None:
+        from .sweeps.cli import run_seeds
+
+        return run_seeds(args)
     from . import api
     from ._io import atomic_write_text
     from .report import format_result
@@ -52,7 +57,11 @@ def cmd_run(args) -> int:
         print(text)
     else:
         print(format_result(res.data, res.wall_s))
-    if args.out:
+    if args.timeseries and not args.out:  # a default directory, and say where
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(res.data["scenario"]))
+        out = Path("out") / "run" / f"{name}-seed{res.data['seed']}"
+        print(f"wrote time series of {len(res.traces)} flow(s) to {out} (choose with --out)", file=sys.stderr)
+    if args.out or args.timeseries:
         atomic_write_text(out / "result.json", text + "\n")
         if args.timeseries:
             for fid in res.traces:
@@ -68,42 +77,20 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_schema(args) -> int:
+def cmd_schema(args: argparse.Namespace) -> int:
     from . import api
 
     print(json.dumps(api.schema(), indent=2))
     return 0
 
 
-def cmd_compare(args) -> int:
-    from . import api
-    from .plots import compare_figure
-    from .report import table
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .sweeps.compare import cmd_compare as compare
 
-    variants = [v.strip() for v in args.tcp.split(",") if v.strip()]
-    if not variants:
-        raise UsageError("--tcp: expected a comma-separated list such as tahoe,reno,newreno")
-    ov = _overrides(args.set)
-    runs, rows = {}, []
-    for v in variants:
-        res = api.run(args.scenario, seed=args.seed, timeseries=[args.flow], overrides=ov | {"flow.tcp": v})
-        runs[v] = (res, args.flow)
-        f = res.data["flows"][args.flow]
-        rows.append([v, f"{f['goodput_bps'] / 1e6:.4f}", f["segments_sent"], f["retransmitted_segments"],
-                     f["timeouts"], f["fast_recoveries"],
-                     "-" if f["completion_time_s"] is None else f"{f['completion_time_s']:.2f}",
-                     "-" if f["mean_rtt_s"] is None else f"{f['mean_rtt_s'] * 1e3:.1f}"])
-    first = next(iter(runs.values()))[0].data
-    print(f"scenario {first['scenario']} (flow {args.flow}), seed {first['seed']}, {first['duration_s']:g} s simulated")
-    print(table(["tcp", "goodput Mbit/s", "segs", "retx", "RTO", "FR", "done s", "mean RTT ms"], rows))
-    if args.plot:
-        bin_s = args.bin or max(first["duration_s"] / 100.0, 0.1)
-        compare_figure(runs, args.plot, f"{first['scenario']}: goodput and cwnd of flow {args.flow}", bin_s)
-        print(f"wrote {args.plot}")
-    return 0
+    return compare(args)
 
 
-def cmd_reproduce(args) -> int:
+def cmd_reproduce(args: argparse.Namespace) -> int:
     import importlib
 
     from .experiments import REGISTRY
@@ -112,15 +99,21 @@ def cmd_reproduce(args) -> int:
     for n in names:
         mod = importlib.import_module(REGISTRY[n])
         out = Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
-        rc = mod.main(quick=args.quick, out=out, jobs=args.jobs)
+        rc: int = mod.main(quick=args.quick, out=out, jobs=args.jobs, executor=args.executor, quiet=args.quiet)
         if rc:
             return rc
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="longpipe", description="TCP over long, thin and lossy links.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    from . import __version__
+    from .sweeps import cli as sweeps_cli
+    from .sweeps.compare import register_args as compare_args
+
+    p = argparse.ArgumentParser(prog="longpipe", description="TCP over long, thin and lossy links: simulate, "
+                                "sweep, compare, model and reproduce papers. 'longpipe COMMAND --help' for details.")
+    p.add_argument("--version", action="version", version=f"longpipe {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run one simulation")
     r.add_argument("scenario", help="scenario file (TOML or JSON)")
@@ -132,29 +125,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capture at node A's interface on link A-B (file A-B.pcap in --out)")
     r.add_argument("--timeseries", action="store_true", help="record per-flow time series (written with --out)")
     r.add_argument("--out", help="directory for result.json, pcaps and time series")
+    r.add_argument("--seeds", metavar="N", help="run N seeds (S..S+N-1 from --seed or the scenario's seed; or A..B, "
+                   "or a list 1,5,9) and print mean ± 95%% confidence interval per flow")
+    sweeps_cli.add_exec_args(r)
     r.set_defaults(func=cmd_run)
 
     s = sub.add_parser("schema", help="print the scenario JSON Schema")
     s.set_defaults(func=cmd_schema)
 
-    c = sub.add_parser("compare", help="run a scenario once per congestion control and compare")
-    c.add_argument("scenario")
-    c.add_argument("--tcp", default="tahoe,reno,newreno", help="comma-separated variants (default: %(default)s)")
-    c.add_argument("--flow", type=int, default=0, help="flow to trace and plot")
-    c.add_argument("--seed", type=int)
-    c.add_argument("--set", action="append", metavar="KEY=VALUE")
-    c.add_argument("--plot", help="write a PNG of goodput and cwnd over time")
-    c.add_argument("--bin", type=float, help="goodput bin width in seconds (default duration/100)")
+    c = sub.add_parser("compare", help="compare variants (congestion controls, or any key) side by side",
+                       description="Run a scenario once per variant (per seed with --seeds) and compare flow "
+                       "--flow: goodput, retransmissions, RTOs, fast recoveries, completion time, RTT.")
+    compare_args(c)
     c.set_defaults(func=cmd_compare)
 
     from .experiments import REGISTRY
 
     rp = sub.add_parser("reproduce", help="re-run a paper's experiment and print ours beside the paper's")
-    rp.add_argument("name", choices=[*REGISTRY, "all"])
+    rp.add_argument("name", choices=[*REGISTRY, "all"],
+                    help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
+                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
     rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
-    rp.add_argument("--jobs", type=int, help="parallel simulations (default: all cores)")
+    sweeps_cli.add_exec_args(rp)
     rp.set_defaults(func=cmd_reproduce)
+    sweeps_cli.register(sub)
 
     try:
         from .models import cli as models_cli

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import numpy as np
 
 
-def _plt():
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -14,7 +17,7 @@ def _plt():
     return plt
 
 
-def goodput_series(ts, bin_s: float):
+def goodput_series(ts: Any, bin_s: float) -> tuple[Any, Any]:
     """Goodput over time (bit/s) from a sender trace: bytes newly acknowledged per bin."""
     t = ts["t"].to_numpy()
     una = ts["snd_una"].to_numpy().astype(float)
@@ -29,43 +32,115 @@ def goodput_series(ts, bin_s: float):
     return edges[1:], rate
 
 
-def compare_figure(runs: dict, path, title: str, bin_s: float):
-    """runs: label -> (Result, flow id). Goodput and cwnd over time, one line per label."""
+_UNITS = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_RATES = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+
+
+def parse_quantity(v: Any, units: dict[str, float]) -> float | None:
+    """``"4MB"`` → 4e6 with the scenario's units (None if it is not a plain quantity)."""
+    import re
+
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    m = re.match(r"^\s*([0-9.eE+-]+)\s*([A-Za-z]+)\s*$", str(v))
+    if not m or m[2].lower() not in units:
+        return None
+    try:
+        return float(m[1]) * units[m[2].lower()]
+    except ValueError:
+        return None
+
+
+def window_lines(scenario: dict[str, Any], res: Any, flow: int) -> tuple[float | None, float | None]:
+    """(receiver window, bandwidth-delay product) in bytes for a flow, when known: the
+    window from the scenario's ``rwnd``; the BDP as the slowest link's rate × the
+    smallest RTT sample."""
+    fl = scenario.get("flow", [{}])
+    f = fl[min(flow, len(fl) - 1)] if isinstance(fl, list) and fl else {}
+    rwnd = parse_quantity(f.get("rwnd", "64KiB"), _UNITS) if isinstance(f, dict) else None
+    rates = [parse_quantity(lk.get("rate"), _RATES) for lk in scenario.get("link", []) if isinstance(lk, dict)]
+    rates_ok = [r for r in rates if r]
+    bdp = None
+    try:
+        rtt = res.rtt(flow)
+        if len(rtt) and rates_ok:
+            bdp = min(rates_ok) / 8 * float(rtt["rtt"].min())
+    except KeyError:
+        pass
+    return rwnd, bdp
+
+
+def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: str, bin_s: float,
+                   scenario: dict[str, Any] | None = None) -> None:
+    """runs: label -> (Result, flow id). Goodput and cwnd over time, one line per label;
+    on the cwnd panel the receiver window and the bandwidth-delay product (when the
+    scenario is given), retransmissions (ticks) and RTOs (crosses); cwnd above 1.3 × the
+    receiver window is clipped so that one spike does not flatten the rest."""
     from ._io import save_figure
 
     plt = _plt()
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-    for label, (res, flow) in runs.items():
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9.5, 7.5), sharex=True)
+    peak, rwnd, bdp = 0.0, None, None
+    for k, (label, (res, flow)) in enumerate(runs.items()):
+        color = f"C{k % 10}"
         ts = res.timeseries(flow)
         x, g = goodput_series(ts, bin_s)
-        ax1.step(x, g / 1e6, where="post", label=label)
-        ax2.step(ts["t"], ts["cwnd"] / 1e3, where="post", label=label)
+        ax1.step(x, g / 1e6, where="post", label=label, color=color)
+        ax2.step(ts["t"], ts["cwnd"] / 1e3, where="post", label=label, color=color, lw=1.1)
+        peak = max(peak, float(ts["cwnd"].max()) if len(ts) else 0.0)
+        if scenario is not None and rwnd is None:
+            rwnd, bdp = window_lines(scenario, res, flow)
+        segs = res.segments(flow)
+        rtx = segs[segs.retx]
+        if len(rtx):
+            # the window at each retransmission, from the trace just before it
+            cw = np.interp(rtx.t.to_numpy(), ts["t"].to_numpy(), ts["cwnd"].to_numpy()) / 1e3
+            ax2.plot(rtx.t, cw, "|", color=color, ms=9, mew=1.2, alpha=0.8)
+        mss = float(res.data["flows"][flow].get("mss", 1460))
+        c = ts["cwnd"].to_numpy()
+        rto = np.nonzero((c[1:] <= mss) & (c[:-1] > 2 * mss))[0] + 1
+        if len(rto):
+            ax2.plot(ts["t"].to_numpy()[rto], c[rto] / 1e3, "x", color=color, ms=8, mew=1.8)
+    if rwnd:
+        ax2.axhline(rwnd / 1e3, color="0.3", ls="--", lw=1, label=f"receiver window {rwnd / 1e3:g} kB")
+        if peak > 1.3 * rwnd:
+            ax2.set_ylim(0, 1.3 * rwnd / 1e3)
+            ax2.text(0.99, 0.97, f"clipped: cwnd peaks at {peak / 1e3:.0f} kB", transform=ax2.transAxes,
+                     ha="right", va="top", fontsize=8, color="0.3")
+    if bdp:
+        ax2.axhline(bdp / 1e3, color="0.55", ls=":", lw=1.2,
+                    label=f"BDP ≈ {bdp / 1e3:.0f} kB (slowest link × min RTT)")
+    ax2.plot([], [], "|", color="k", ms=9, label="retransmission")
+    ax2.plot([], [], "x", color="k", ms=7, label="RTO (cwnd back to 1 MSS)")
     ax1.set_ylabel(f"goodput (Mbit/s, {bin_s:g} s bins)")
     ax2.set_ylabel("cwnd (kB)")
     ax2.set_xlabel("time (s)")
-    ax1.set_title(title)
+    ax1.set_title(title, fontsize=10)
     for a in (ax1, ax2):
         a.grid(alpha=0.3)
-        a.legend()
+    ax1.legend(fontsize=8)
+    ax2.legend(fontsize=7, loc="upper left", ncol=2)
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
-def time_sequence(ax, r, title, zoom=None, rwnd=None, flow=0):
+def time_sequence(ax: Any, r: Any, title: str, zoom: tuple[float, float] | None = None, rwnd: int | None = None,
+                  flow: int = 0) -> None:
     """tcptrace-style: segments as vertical bars (retransmissions in red), the ACK line,
     the receive-window line, and SACK blocks."""
     segs, ts = r.segments(flow), r.timeseries(flow)
     new = segs[~segs.retx]
     rtx = segs[segs.retx]
-    ax.vlines(new.t, new.seq / 1e3, (new.seq + new.len) / 1e3, color="k", lw=0.8, label="segment")
-    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, label="retransmission")
+    # drawing order: SACK blocks below, then segments, retransmissions on top
+    ax.vlines(new.t, new.seq / 1e3, (new.seq + new.len) / 1e3, color="k", lw=0.8, label="segment", zorder=3)
+    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, label="retransmission", zorder=5)
     ax.step(ts.t, ts.snd_una / 1e3, where="post", color="g", lw=0.9, label="ACK")
     if rwnd:
         ax.step(ts.t, (ts.snd_una + rwnd) / 1e3, where="post", color="y", lw=0.9, label="receive window")
     sk = r.sacks(flow)
     if len(sk):
-        ax.vlines(sk.t, sk.left / 1e3, sk.right / 1e3, color="m", lw=1.5, label="SACK block")
+        ax.vlines(sk.t, sk.left / 1e3, sk.right / 1e3, color="m", lw=1.5, alpha=0.6, label="SACK block", zorder=2)
     if zoom:
         ax.set_xlim(*zoom)
         sel = segs[(segs.t >= zoom[0]) & (segs.t <= zoom[1])]

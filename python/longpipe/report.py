@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-def _fmt(v, spec=""):
+
+def _fmt(v: Any, spec: str = "") -> str:
     if v is None:
         return "-"
     return format(v, spec)
 
 
-def table(headers: list[str], rows: list[list], align: str | None = None) -> str:
+def table(headers: list[str], rows: list[list[Any]], align: str | None = None) -> str:
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     align = align or ("l" + "r" * (len(headers) - 1))
@@ -22,7 +24,7 @@ def table(headers: list[str], rows: list[list], align: str | None = None) -> str
     return "\n".join(lines)
 
 
-def format_result(data: dict, wall_s: float | None = None) -> str:
+def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
     out = [f"scenario {data['scenario']}  seed {data['seed']}  duration {data['duration_s']:g} s"
            + (f"  (statistics after {data['warmup_s']:g} s)" if data.get("warmup_s") else "")]
     rows = []
@@ -38,20 +40,20 @@ def format_result(data: dict, wall_s: float | None = None) -> str:
     out.append(table(["flow", "path", "tcp", "goodput Mbit/s", "bytes", "segs", "retx", "RTO", "FR", "done s", "RTT ms"],
                      rows, "lllrrrrrrrr"))
     lrows = []
-    for l in data["links"]:
-        if l["packets"] == 0 and l["drops_queue"] == 0:
+    for lk in data["links"]:
+        if lk["packets"] == 0 and lk["drops_queue"] == 0:
             continue
-        lrows.append([f"{l['a']}->{l['b']}", f"{l['utilization'] * 100:.1f}%", l["packets"], l["drops_queue"],
-                      l["drops_loss"], l["max_queue_packets"]])
+        lrows.append([f"{lk['a']}->{lk['b']}", f"{lk['utilization'] * 100:.1f}%", lk["packets"], lk["drops_queue"],
+                      lk["drops_loss"], lk["max_queue_packets"]])
     if len(lrows) > 20:
         lrows = lrows[:10] + [["..."] + [""] * 5] + lrows[-5:]
     out.append("")
     out.append(table(["link", "util", "packets", "queue drops", "loss drops", "max queue"], lrows))
-    for l in data["links"]:
-        l2 = l.get("l2")
+    for lk in data["links"]:
+        l2 = lk.get("l2")
         if l2 and l2["pdus_sent"]:
             d = l2["sdu_delay_p95_s"]
-            out.append(f"RLC {l['a']}->{l['b']}: {l2['pdus_per_tti']} PDUs/TTI, {l2['pdus_sent']} PDUs sent, "
+            out.append(f"RLC {lk['a']}->{lk['b']}: {l2['pdus_per_tti']} PDUs/TTI, {l2['pdus_sent']} PDUs sent, "
                        f"{l2['pdus_retransmitted']} retransmitted, {l2['status_sent']} STATUS, "
                        f"{l2['sdus_discarded']} SDUs discarded, SDU delay p95 "
                        + ("-" if d is None else f"{d * 1e3:.0f} ms"))
@@ -60,14 +62,22 @@ def format_result(data: dict, wall_s: float | None = None) -> str:
                    f"({g['go_back_n_timeout']} on timeout), {g['segments_resent']} segments resent, "
                    f"{g['client_overruns']} beyond the client window, max buffer {g['max_buffer_bytes']} B"
                    + (", FAILED" if g["failed"] else ""))
+    nodes = data.get("nodes") or []
+    if nodes:
+        shown = nodes if len(nodes) <= 12 else nodes[:8] + [{"name": "...", "kind": "", "ipv4": ""}] + nodes[-3:]
+        out.append("")
+        out.append("nodes: " + ", ".join(f"{n.get('name')} {n.get('ipv4') or '-'} ({n.get('kind') or '?'})"
+                                         if n.get("name") != "..." else "..." for n in shown))
     span = data["duration_s"] - data.get("warmup_s", 0.0)
     agg = sum(f["bytes_delivered"] for f in data["flows"]) * 8.0 / span if span > 0 else 0.0
     j = data["fairness_jain"]
     sim = data["sim"]
+    wall = wall_s if wall_s is not None else sim.get("wall_s")
+    speed = ""
+    if wall is not None:
+        eps = sim["events"] / wall if wall > 0 else float("nan")
+        speed = f"   wall {wall:.3f} s   ({eps / 1e6:.2f} M events/s)"
     out.append("")
-    line = f"aggregate goodput {agg / 1e6:.3f} Mbit/s   Jain fairness {_fmt(j, '.4f')}   events {sim['events']}"
-    if wall_s is not None:
-        eps = sim["events"] / wall_s if wall_s > 0 else float("nan")
-        line += f"   wall {wall_s:.3f} s   ({eps / 1e6:.2f} M events/s)"
-    out.append(line)
+    out.append(f"aggregate goodput {agg / 1e6:.3f} Mbit/s   Jain fairness {_fmt(j, '.4f')}   "
+               f"events {sim['events']}{speed}")
     return "\n".join(out)

@@ -1,3 +1,4 @@
+#![allow(clippy::useless_conversion)] // false positives from pyo3 0.22 #[pyfunction] expansions
 #![allow(unexpected_cfgs)] // pyo3 0.22 create_exception! checks a gil-refs feature
 //! PyO3 bindings: type conversion only. The simulation runs with the GIL released.
 
@@ -20,6 +21,9 @@ fn to_py_err(e: CoreError) -> PyErr {
     ScenarioError::new_err((e.path, e.msg))
 }
 
+/// What `run` returns to Python: (result JSON, traces, pcaps, wall seconds).
+type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
+
 /// Runs a scenario given as JSON text.
 ///
 /// Returns (result_json, traces, pcaps, wall_s): traces maps flow id -> dict of numpy
@@ -34,7 +38,7 @@ fn run(
     trace_all: bool,
     trace_flows: Option<Vec<usize>>,
     pcap: Option<Vec<String>>,
-) -> PyResult<(String, PyObject, Vec<(String, PyObject)>, f64)> {
+) -> PyResult<RunReturn> {
     let trace = if trace_all {
         TraceSel::All
     } else {

@@ -1,22 +1,44 @@
-"""Shared helpers for reproductions: parallel runs, confidence intervals, output."""
+"""Shared helpers for reproductions: runs on the sweep machinery (stored, resumable,
+parallel, with a progress bar), confidence intervals, citations, CSV output."""
 
 from __future__ import annotations
 
-import math
-import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
-import numpy as np
+from ..sweeps.summary import mean_ci95 as _mean_ci95
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# The seed papers, as named in our copies (shared/seeds): authors, affiliation, title. The
+# copies carry no venue or year, so none is given here.
+CITATIONS = {
+    "wcdma": "Taro Ishikawa, Hiroshi Inamura, Osamu Takahashi (NTT DoCoMo Multimedia Laboratories): "
+             "\"A TCP profile for W-CDMA\" (in Japanese; seed paper 000)",
+    "hybla": "Takanobu Endo, Jeyeon Kim, Satoshi Utsumi, Yasushi Kato, Salim Zabir: \"Analytical Model of TCP "
+             "Hybla for Satellite IP Networks\" (in Japanese; seed paper 001)",
+    "gateway": "Yutaka Miyake, Teruyuki Hasegawa, Toru Hasegawa, Toshihiko Kato (KDD R&D Laboratories): "
+               "\"A Proposal of TCP Gateway System for Satellite-based Internet Access\" (in Japanese; seed paper 003)",
+}
 
 
 def default_jobs() -> int:
-    return max(1, os.cpu_count() or 1)
+    from ..sweeps.engine import default_jobs as dj
+
+    return dj()
 
 
-def run_parallel(fn: Callable, items: Iterable, jobs: int | None = None) -> list:
-    """Maps ``fn`` over ``items`` on threads. The simulator releases the GIL, so runs
-    proceed on all cores; results come back in input order (deterministic)."""
+def run_parallel(fn: Callable[[T], R], items: Iterable[T], jobs: int | None = None) -> list[R]:
+    """Maps ``fn`` over ``items`` on threads (the simulator releases the GIL); results in
+    input order. For runs that need traces (figures); bulk runs use :class:`Runner`."""
+    from concurrent.futures import ThreadPoolExecutor
+
     items = list(items)
     jobs = jobs or default_jobs()
     if jobs <= 1:
@@ -25,13 +47,43 @@ def run_parallel(fn: Callable, items: Iterable, jobs: int | None = None) -> list
         return list(ex.map(fn, items))
 
 
-def mean_ci95(values) -> tuple[float, float]:
+def mean_ci95(values: Iterable[float]) -> tuple[float, float]:
     """Mean and half-width of the 95 % Student-t confidence interval."""
-    v = np.asarray(values, dtype=float)
-    n = len(v)
-    m = float(v.mean())
-    if n < 2:
-        return m, math.nan
-    from scipy.stats import t
+    return _mean_ci95([float(v) for v in values])
 
-    return m, float(t.ppf(0.975, n - 1) * v.std(ddof=1) / math.sqrt(n))
+
+@dataclass
+class Runner:
+    """Runs a reproduction's simulations on the sweep machinery: each part's runs are
+    stored under ``out/store/PART`` (Parquet, one file per run), so an interrupted
+    reproduction resumes and a repeated one reuses its runs."""
+
+    out: Path
+    jobs: int | None = None
+    executor: str = "local"
+    quiet: bool = False
+    name: str = ""
+
+    def results(self, part: str, items: Sequence[tuple[Mapping[str, Any], int, Mapping[str, Any]]]
+                ) -> list[dict[str, Any]]:
+        """``items``: (scenario dict, seed, parameters to store); returns each run's
+        result document (without the wall time), in order."""
+        from ..progress import wanted
+        from ..sweeps.engine import make_task, run_tasks
+        from ..sweeps.store import Store
+
+        tasks = [make_task(sc, seed, sorted(params.items())) for sc, seed, params in items]
+        oc = run_tasks(tasks, Store(self.out / "store" / part), executor=self.executor, jobs=self.jobs,
+                       progress=wanted(self.quiet), label=f"{self.name} {part}".strip())
+        return [json.loads(r["result"]) for r in oc.rows]
+
+
+def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows (dicts with the same keys) as CSV text, written with the csv module."""
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: "" if v is None else v for k, v in r.items()})
+    return buf.getvalue()

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..models import data_sent, hybla_model, reno_no_timeout
 from ..report import table
-from .common import mean_ci95, run_parallel
+from .common import CITATIONS, Runner, csv_text, mean_ci95
 
 PACKET = 1000
 WIRE = PACKET + 40
@@ -41,7 +43,7 @@ PAPER_CLAIMS = {
 }
 
 
-def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict:
+def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict[str, Any]:
     rate = round(WM * WIRE * 8 / rtt)
     return {
         "name": f"hybla-validation-{tcp}-rtt{int(rtt * 1000)}ms-p{p:g}",
@@ -57,7 +59,7 @@ def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict:
     }
 
 
-def grid(quick: bool):
+def grid(quick: bool) -> tuple[list[float], list[int]]:
     if quick:
         ps = [1e-3, 3e-3, 1e-2]
         seeds = range(1, 4)
@@ -67,16 +69,15 @@ def grid(quick: bool):
     return ps, list(seeds)
 
 
-def _one(item) -> tuple:
-    rtt, p, tcp, seed, sack = item
-    f = api.run(scenario(rtt, p, tcp, sack), seed=seed).data["flows"][0]
-    return f["goodput_bps"] / 8 / PACKET, f["timeouts"], f["mean_rtt_s"]
-
-
-def run(quick: bool = False, jobs: int | None = None, sack: bool = False) -> list[dict]:
+def run(quick: bool = False, jobs: int | None = None, sack: bool = False, runner: Runner | None = None
+        ) -> list[dict[str, Any]]:
     ps, seeds = grid(quick)
-    items = [(rtt, p, tcp, s, sack) for rtt in RTTS for p in ps for tcp in ("hybla", "newreno") for s in seeds]
-    res = {k[:4]: v for k, v in zip(items, run_parallel(_one, items, jobs))}
+    runner = runner or Runner(Path("out/reproduce/hybla"), jobs, name="hybla")
+    keys = [(rtt, p, tcp, s) for rtt in RTTS for p in ps for tcp in ("hybla", "newreno") for s in seeds]
+    items = [(scenario(rtt, p, tcp, sack), s, {"rtt_s": rtt, "p": float(p), "tcp": tcp, "sack": sack})
+             for rtt, p, tcp, s in keys]
+    flows = [d["flows"][0] for d in runner.results("sack" if sack else "newreno-recovery", items)]
+    res = {k: (f["goodput_bps"] / 8 / PACKET, f["timeouts"], f["mean_rtt_s"]) for k, f in zip(keys, flows)}
     rows = []
     for rtt in RTTS:
         for p in ps:
@@ -100,7 +101,7 @@ def run(quick: bool = False, jobs: int | None = None, sack: bool = False) -> lis
     return rows
 
 
-def format_table(rows) -> str:
+def format_table(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
         out.append([f"{r['rtt_s'] * 1e3:.0f}", f"{r['p']:.2e}",
@@ -112,7 +113,7 @@ def format_table(rows) -> str:
                   "NewReno sim pkt/s", "Reno model (b=1)", "model err"], out, "rrrrrrrrr")
 
 
-def verdict(rows) -> str:
+def verdict(rows: list[dict[str, Any]]) -> str:
     lines = []
     for rtt in RTTS:
         sel = [r for r in rows if r["rtt_s"] == rtt and r["p"] <= 0.01 + 1e-12]
@@ -133,7 +134,7 @@ def verdict(rows) -> str:
     return "\n".join(lines)
 
 
-def figures(rows, out: Path, sack_rows=None) -> list[Path]:
+def figures(rows: list[dict[str, Any]], out: Path, sack_rows: list[dict[str, Any]] | None = None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -203,9 +204,12 @@ def figure1(out: Path, rtt: float = 0.55, gamma: int = 32, horizon: float = 6.0)
     ax.set_xlabel("time since the first data segment (s)")
     ax.set_ylabel("packets sent")
     ax.set_title(f"Data sent, RTT {rtt * 1e3:.0f} ms, γ = {gamma} (cf. paper fig. 1)")
+    fig.text(0.5, 0.01, "Eq. (2) as corrected here: congestion-avoidance term γ(t − t_γ)/RTT0 and t_γ = RTT0·log2 γ\n"
+             "(printed: (t − t_γ)/RTT0 and RTT·log2 γ); see docs/notes/hybla-model.md",
+             ha="center", va="bottom", fontsize=7.5, color="0.25")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     p = save_figure(fig, out / "fig1_data_sent.png", dpi=110)
     plt.close(fig)
     return p
@@ -215,18 +219,21 @@ VARIANTS = (("newreno-recovery", False, "NewReno loss recovery (no SACK)"),
             ("sack", True, "SACK loss recovery (RFC 6675)"))
 
 
-def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int | None = None) -> int:
+def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int | None = None,
+         executor: str = "local", quiet: bool = False) -> int:
     """Runs the validation twice: with NewReno loss recovery and with SACK (RFC 6675).
     The paper does not name its ns-2 agent; the Hybla authors prescribe SACK with Hybla
     (see docs/notes/hybla-validation.md for why both are shown)."""
     out = Path(out)
+    runner = Runner(out, jobs, executor, quiet, "hybla")
     ps, seeds = grid(quick)
-    report = ["# Hybla model vs simulation (seed 001)", ""]
+    print(f"Paper: {CITATIONS['hybla']}")
+    report = ["# Hybla model vs simulation (seed 001)", "", f"Paper: {CITATIONS['hybla']}.", ""]
     all_rows = {}
     for key, sack, label in VARIANTS:
         print(f"== {label}: {len(RTTS)} RTTs x {len(ps)} loss rates x {len(seeds)} seeds x 2 TCPs, "
               f"{DURATION} each{' (quick)' if quick else ''}")
-        rows = run(quick, jobs, sack)
+        rows = run(quick, jobs, sack, runner)
         all_rows[key] = rows
         text, v = format_table(rows), verdict(rows)
         print(text)
@@ -235,9 +242,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int
         print()
         report += [f"## {label}", "", "```", text, "```", "", v.replace("\n", "\n\n"), ""]
         atomic_write_text(out / f"table-{key}.json", json.dumps(rows, indent=2) + "\n")
-        header = ",".join(rows[0].keys())
-        atomic_write_text(out / f"table-{key}.csv",
-                          header + "\n" + "\n".join(",".join(str(r[k]) for k in rows[0]) for r in rows) + "\n")
+        atomic_write_text(out / f"table-{key}.csv", csv_text(rows))
     paths = figures(all_rows["newreno-recovery"], out, all_rows["sack"])
     atomic_write_text(out / "report.md", "\n".join(report))
     for p in paths:
@@ -245,7 +250,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int
     return 0
 
 
-def recovery_stats(rtt: float, p: float, seeds=range(1, 4), tcp: str = "hybla") -> dict:
+def recovery_stats(rtt: float, p: float, seeds: Iterable[int] = range(1, 4), tcp: str = "hybla") -> dict[str, float]:
     """Loss-recovery statistics of the validation scenario (docs/notes/hybla-validation.md):
     recoveries and RTOs per run, retransmissions per recovery, and the mean and median
     recovery length in RTTs (from the window reduction to the ACK of everything that was

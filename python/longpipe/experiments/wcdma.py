@@ -14,27 +14,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .. import api
 from .._io import atomic_write_text, save_figure
-from ..report import table
 from ..plots import time_sequence
-from .common import mean_ci95, run_parallel
+from ..report import table
+from .common import CITATIONS, Runner, mean_ci95, run_parallel
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "wcdma.toml"
 KIB = 1024
 BUFFERS_KB = (8, 16, 32, 64, 128)
+# (rows, text table, checks, figure paths) of one part
+Part = tuple[list[dict[str, Any]], str, list[str], list[Path]]
 
 
-def base() -> dict:
+def base() -> dict[str, Any]:
     sc, _ = api.load_scenario(EXAMPLE)
     return sc
 
 
-def configure(*, p=0.0, rwnd_kb=64, iw=1, mtu=1500, size="1MB", sack=False, buffer_pkts=1000, duration="300s"):
+def configure(*, p: float = 0.0, rwnd_kb: int = 64, iw: int | str = 1, mtu: int = 1500, size: str | None = "1MB",
+              sack: bool = False, buffer_pkts: int = 1000, duration: str = "300s") -> dict[str, Any]:
     sc = base()
     radio = sc["link"][2]
     radio["loss"] = {"kind": "bernoulli", "p": p}
@@ -46,13 +50,13 @@ def configure(*, p=0.0, rwnd_kb=64, iw=1, mtu=1500, size="1MB", sack=False, buff
     return sc
 
 
-def _run(args):
+def _run(args: tuple[dict[str, Any], int, bool]) -> api.Result:
     kw, seed, ts = args
     r = api.run(configure(**kw), seed=seed, timeseries=ts)
     return r
 
 
-def _plt():
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -62,14 +66,15 @@ def _plt():
 
 
 # ----------------------------------------------------------------------------- fig. 6
-def fig6(out: Path, quick: bool, jobs):
+def fig6(out: Path, quick: bool, jobs: int | None, runner: Runner) -> Part:
     ps = [0.0, 0.1, 0.2] if quick else [0.0, 0.02, 0.05, 0.08, 0.1, 0.15, 0.2]
     seeds = [1, 2] if quick else [1, 2, 3, 4, 5]
-    items = [({"p": p, "rwnd_kb": b}, s, False) for p in ps for b in BUFFERS_KB for s in seeds]
-    res = run_parallel(_run, items, jobs)
-    thr = {}
-    for (kw, s, _), r in zip(items, res):
-        f = r.data["flows"][0]
+    items: list[tuple[dict[str, Any], int, bool]] = [({"p": p, "rwnd_kb": b}, s, False) for p in ps
+                                                     for b in BUFFERS_KB for s in seeds]
+    res = runner.results("fig6", [(configure(**kw), s, kw) for kw, s, _ in items])
+    thr: dict[tuple[float, int], list[float]] = {}
+    for (kw, _, _), r in zip(items, res):
+        f = r["flows"][0]
         thr.setdefault((kw["p"], kw["rwnd_kb"]), []).append(f["goodput_bps"])
     rows, out_rows = [], []
     for p in ps:
@@ -91,16 +96,23 @@ def fig6(out: Path, quick: bool, jobs):
         f"{'AGREES' if all(abs(x - 1) < 0.1 for x in r128_64) else 'DIFFERS'}",
     ]
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    for b in BUFFERS_KB:
-        ax.errorbar(ps, [r[f"{b}KB"] / 1e3 for r in rows], yerr=[r[f"{b}KB_ci95"] / 1e3 for r in rows], marker="o",
+    fig, ax = plt.subplots(figsize=(8.4, 4.8))
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", (0, (5, 1, 1, 1)))]
+    dx = (max(ps) - min(ps)) * 0.01
+    for k, b in enumerate(BUFFERS_KB):
+        # distinct markers and dashes, nudged sideways: curves that coincide stay visible
+        mk, ls = styles[k % len(styles)]
+        ax.errorbar([p + (k - 2) * dx for p in ps], [r[f"{b}KB"] / 1e3 for r in rows],
+                    yerr=[r[f"{b}KB_ci95"] / 1e3 for r in rows], marker=mk, ls=ls, ms=5, mfc="none" if k % 2 else None,
                     capsize=3, label=f"TCP buffer {b} KB")
-    ax.plot(ps, [r["limit_bps"] / 1e3 for r in rows], "k--", label="RLC payload limit × MSS/MTU")
+    ax.plot(ps, [r["limit_bps"] / 1e3 for r in rows], "k--", lw=1, label="RLC payload limit × MSS/MTU")
+    ax.text(0.99, 0.01, "points nudged sideways where curves coincide; bars: 95% CI over "
+            f"{len(seeds)} seeds", transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.35")
     ax.set_xlabel("radio PDU loss rate")
     ax.set_ylabel("throughput of a 1 MB transfer (kbit/s)")
     ax.set_title("TCP buffer size (cf. paper fig. 6)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path = save_figure(fig, out / "fig6_buffer.png", dpi=110)
     plt.close(fig)
@@ -108,12 +120,14 @@ def fig6(out: Path, quick: bool, jobs):
 
 
 # ----------------------------------------------------------------------------- fig. 7
-def fig7(out: Path, quick: bool, jobs):
+def fig7(out: Path, quick: bool, jobs: int | None, runner: Runner) -> Part:
     sizes = [10, 50, 100, 500] if quick else [10, 20, 50, 100, 200, 500, 1000]
     iws = {"IW = 1 (RFC 1122)": 1, "RFC 2414": "rfc2414"}
-    items = [({"size": f"{k}KB", "iw": iw}, 1, False) for k in sizes for iw in iws.values()]
-    res = run_parallel(_run, items, jobs)
-    t = {(kw["size"], str(kw["iw"])): r.data["flows"][0]["completion_time_s"] for (kw, _, _), r in zip(items, res)}
+    items: list[tuple[dict[str, Any], int, bool]] = [({"size": f"{k}KB", "iw": iw}, 1, False) for k in sizes
+                                                     for iw in iws.values()]
+    res = runner.results("fig7", [(configure(**kw), s, {"size": kw["size"], "iw": str(kw["iw"])})
+                                  for kw, s, _ in items])
+    t = {(kw["size"], str(kw["iw"])): r["flows"][0]["completion_time_s"] for (kw, _, _), r in zip(items, res)}
     rows, out_rows = [], []
     for k in sizes:
         a, b = t[(f"{k}KB", "1")], t[(f"{k}KB", "rfc2414")]
@@ -121,7 +135,7 @@ def fig7(out: Path, quick: bool, jobs):
         out_rows.append([k, f"{a:.2f}", f"{b:.2f}", f"{a - b:.2f}"])
     text = table(["size KB", "IW=1 s", "RFC 2414 s", "saving s"], out_rows)
     sav = [r["saving_s"] for r in rows]
-    r100 = next((r for r in rows if r["size_kb"] == 100), None)
+    r100 = next((r for r in rows if r["size_kb"] == 100), rows[0])
     checks = [f"saving from RFC 2414: {min(sav):.2f} … {max(sav):.2f} s across sizes (paper: about 1 s, roughly constant)",
               f"100 KB: {r100['iw1_s']:.2f} s with IW=1 vs {r100['rfc2414_s']:.2f} s with RFC 2414 (paper: 5 s vs 4 s)"]
     plt = _plt()
@@ -141,13 +155,14 @@ def fig7(out: Path, quick: bool, jobs):
 
 
 # ----------------------------------------------------------------------------- fig. 8
-def fig8(out: Path, quick: bool, jobs):
+def fig8(out: Path, quick: bool, jobs: int | None, runner: Runner) -> Part:
     mtus = (256, 512, 1000, 1500)
     items = [({"mtu": m, "size": None, "duration": "20s"}, 1, True) for m in mtus]
     res = run_parallel(_run, items, jobs)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    rows, out_rows = [], []
+    rows: list[dict[str, Any]] = []
+    out_rows: list[list[Any]] = []
     for m, r in zip(mtus, res):
         ts = r.timeseries(0)
         rwnd = 64 * KIB
@@ -159,11 +174,11 @@ def fig8(out: Path, quick: bool, jobs):
         out_rows.append([m, "-" if t_ss is None else f"{t_ss:.2f}", f"{at10:.0f}"])
         ax.plot(ts.t, ts.snd_una / 1e3, label=f"MTU {m}")
     text = table(["MTU", "slow start ends s", "KB acked at 10 s"], out_rows)
-    ss = {r["mtu"]: r["slow_start_end_s"] for r in rows}
+    ss: dict[int, Any] = {r["mtu"]: r["slow_start_end_s"] for r in rows}
     checks = [
         f"MTU 1500: slow start ends at {ss[1500]:.2f} s (paper: by about 6 s) -> "
         f"{'AGREES' if ss[1500] is not None and ss[1500] <= 7 else 'DIFFERS'}",
-        f"MTU 256: slow start {'ends at %.2f s' % ss[256] if ss[256] else 'has not ended by 20 s'} (paper: still in slow "
+        f"MTU 256: slow start {f'ends at {ss[256]:.2f} s' if ss[256] else 'has not ended by 20 s'} (paper: still in slow "
         f"start at 10 s) -> {'AGREES' if ss[256] is None or ss[256] > 10 else 'DIFFERS'}",
         "larger MTU always ahead: " + ("yes" if all(a["kbytes_at_10s"] <= b["kbytes_at_10s"] for a, b in zip(rows, rows[1:]))
                                        else "no"),
@@ -180,7 +195,7 @@ def fig8(out: Path, quick: bool, jobs):
 
 
 # ------------------------------------------------------------------------- figs. 9-12
-def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
+def figs9_12(out: Path, quick: bool, jobs: int | None, runner: Runner, buffer_pkts: int = 20) -> Part:
     items = [({"sack": s, "buffer_pkts": buffer_pkts, "p": 0.0}, 1, True) for s in (False, True)]
     plain, sack = run_parallel(_run, items, jobs)
     fp, fs = plain.data["flows"][0], sack.data["flows"][0]
@@ -203,11 +218,22 @@ def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
     ]
     paths = []
     plt = _plt()
-    zoom = (first_loss - 3, first_loss + 12) if first_loss else None
+    def episode(run: api.Result) -> tuple[float, float] | None:
+        """Frames a run's first loss episode: from just before its first retransmission to
+        just after the last one that follows within 15 s."""
+        sg = run.segments(0)
+        t = [float(x) for x in sg.t[sg.retx]]
+        if not t:
+            return None
+        return (t[0] - 1.5, max(x for x in t if x <= t[0] + 15) + 2.0)
+
+    seed_note = "seed 1, 384 kbit/s RLC AM bearer"
     for n, (r, name, z) in enumerate([(plain, "without SACK", None), (sack, "with SACK", None),
-                                       (plain, "without SACK, zoom", zoom), (sack, "with SACK, zoom", zoom)]):
+                                       (plain, "without SACK, zoom", episode(plain)),
+                                       (sack, "with SACK, zoom", episode(sack))]):
         fig, ax = plt.subplots(figsize=(7.5, 5))
-        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})", z, rwnd=64 * KIB)
+        time_sequence(ax, r, f"1 MB transfer, buffer {buffer_pkts} pkts, {name} (cf. paper fig. {9 + n})\n"
+                      f"{seed_note}", z, rwnd=64 * KIB)
         fig.tight_layout()
         paths.append(save_figure(fig, out / f"fig{9 + n}_tsg_{'sack' if r is sack else 'nosack'}{'_zoom' if z else ''}.png",
                                  dpi=110))
@@ -215,14 +241,17 @@ def figs9_12(out: Path, quick: bool, jobs, buffer_pkts: int = 20):
     return rows, text, checks, paths
 
 
-def main(quick: bool = False, out: str | Path = "out/reproduce/wcdma", jobs: int | None = None) -> int:
+def main(quick: bool = False, out: str | Path = "out/reproduce/wcdma", jobs: int | None = None,
+         executor: str = "local", quiet: bool = False) -> int:
     out = Path(out)
+    runner = Runner(out, jobs, executor, quiet, "wcdma")
+    print(f"Paper: {CITATIONS['wcdma']}")
     print(f"W-CDMA TCP profile (seed 000) on {EXAMPLE.name}{' (quick)' if quick else ''}")
-    report = ["# W-CDMA TCP profile (seed 000)", ""]
+    report = ["# W-CDMA TCP profile (seed 000)", "", f"Paper: {CITATIONS['wcdma']}.", ""]
     results = {}
     all_paths = []
     for name, fn in (("fig6", fig6), ("fig7", fig7), ("fig8", fig8), ("figs9-12", figs9_12)):
-        rows, text, checks, paths = fn(out, quick, jobs)
+        rows, text, checks, paths = fn(out, quick, jobs, runner)
         results[name] = rows
         all_paths += paths
         print(f"\n== {name}")

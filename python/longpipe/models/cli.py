@@ -18,9 +18,11 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from .hybla import RTT0, hybla_model
 from .pftk import MODELS, reno_model
+
+RTT0 = 0.025  # the Hybla reference RTT (s); the same as longpipe.models.hybla.RTT0
 
 NAMES = ["pftk", "pftk-approx", "reno", "hybla"]
 DESCRIPTIONS = {
@@ -35,7 +37,7 @@ class ModelUsageError(ValueError):
     """An invalid command-line value; the message starts with the option name."""
 
 
-def register(subparsers) -> argparse.ArgumentParser:
+def register(subparsers: Any) -> argparse.ArgumentParser:
     """Adds the ``model`` subcommand to an argparse subparsers object; returns its parser."""
     m = subparsers.add_parser(
         "model", help="analytical TCP throughput models (PFTK, Reno without timeouts, Hybla)",
@@ -58,7 +60,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     m.add_argument("--p-min", type=float, default=1e-5, help="plot range, lowest p (default 1e-5)")
     m.add_argument("--p-max", type=float, default=0.1, help="plot range, highest p (default 0.1)")
     m.set_defaults(func=run)
-    return m
+    parser: argparse.ArgumentParser = m
+    return parser
 
 
 def _option_error(e: ValueError) -> ModelUsageError:
@@ -71,12 +74,14 @@ def _option_error(e: ValueError) -> ModelUsageError:
 
 
 def evaluate(name: str, rtt: float, p: float, wmax: float = math.inf, b: float = 2, t0: float = 1.0,
-             rtt0: float = RTT0, mss: float = 1000) -> dict:
+             rtt0: float = RTT0, mss: float = 1000) -> dict[str, Any]:
     """One model evaluation as a JSON-ready dict; raises ModelUsageError on bad input."""
     if name not in NAMES:
         raise ModelUsageError(f"name: expected one of {', '.join(NAMES)}, got {name!r}")
     try:
         if name == "hybla":
+            from .hybla import hybla_model
+
             m = hybla_model(rtt, p, wmax, rtt0, mss=mss)
             return {"throughput_pps": m.throughput_pps, "throughput_bps": m.throughput_bps, "regime": m.regime,
                     "W": m.W, "rho": m.rho, "X": m.X, "method": m.method, "iterations": m.iterations}
@@ -87,7 +92,7 @@ def evaluate(name: str, rtt: float, p: float, wmax: float = math.inf, b: float =
         raise _option_error(e) from None
 
 
-def _check(args) -> None:
+def _check(args: argparse.Namespace) -> None:
     # Everything the chosen model does not itself validate; names as on the command line.
     for opt, v in (("--b", args.b), ("--t0", args.t0)):
         if not math.isfinite(v):
@@ -128,7 +133,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def plot(args, path) -> Path:
+def plot(args: argparse.Namespace, path: str | os.PathLike[str]) -> Path:
     """Throughput (Mbit/s) vs p on log axes: the chosen model (thick) plus the Reno forms."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -159,12 +164,12 @@ def plot(args, path) -> Path:
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
-    path = Path(path)
-    _atomic_write(path, buf.getvalue())
-    return path
+    out = Path(path)
+    _atomic_write(out, buf.getvalue())
+    return out
 
 
-def _table(args, r: dict) -> str:
+def _table(args: argparse.Namespace, r: dict[str, Any]) -> str:
     rows = [("model", f"{args.name} — {DESCRIPTIONS[args.name]}"),
             ("inputs", f"RTT {args.rtt:g} s, p {args.p:g}, "
                        + ("no window limit" if math.isinf(args.wmax) else f"Wmax {args.wmax:g} packets")
@@ -180,7 +185,7 @@ def _table(args, r: dict) -> str:
     return "\n".join(f"{k:<10} {v}" for k, v in rows)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """Runs the ``model`` subcommand on parsed ``args``; returns the exit status."""
     try:
         _check(args)
@@ -221,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Standalone entry point: ``main(["model", "hybla", "--rtt", "0.55", "--p", "1e-3"])``.
 
     Returns the exit status (argparse's own usage errors included) instead of exiting.

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ __all__ = [
 RTT0 = 0.025
 
 
-def _check_rtt0(rtt0) -> None:
+def _check_rtt0(rtt0: Any) -> None:
     if not (_is_real(rtt0) and math.isfinite(rtt0) and rtt0 > 0):
         raise ValueError(f"rtt0: must be a positive, finite number of seconds, got {rtt0!r}")
 
@@ -104,7 +105,7 @@ class HyblaModel:
         """Throughput in bit/s for packets of ``packet_bytes`` bytes."""
         return pps_to_bps(self.throughput_pps, packet_bytes)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -223,7 +224,10 @@ def hybla_model(rtt: float, p: float, wmax: float = math.inf, rtt0: float = RTT0
     check_args(rtt, p, 2, 1.0, wmax)
     rho = hybla_rho(rtt, rtt0)
     pps_to_bps(0.0, mss)  # validates mss
-    bps = lambda pps: pps_to_bps(pps, mss)  # noqa: E731
+
+    def bps(pps: float) -> float:
+        return pps_to_bps(pps, mss)
+
     nan = math.nan
     if p >= 1:
         # W = 0: L = 1, D = ½, X = 0, Y = 0, A = R (10)
@@ -262,7 +266,7 @@ def hybla_throughput(rtt: float, p: float, wmax: float = math.inf, rtt0: float =
 
 # --- data sent without loss, eq. (2) ----------------------------------------------------
 
-def _data_sent_curve(t, r: float, gamma: float, as_printed: bool):
+def _data_sent_curve(t: Any, r: float, gamma: float, as_printed: bool) -> Any:
     t = np.asarray(t, dtype=float)
     if np.any(np.isnan(t)) or np.any(t < 0):
         raise ValueError("t: times must be >= 0 (and not NaN)")
@@ -275,7 +279,8 @@ def _data_sent_curve(t, r: float, gamma: float, as_printed: bool):
     return out if out.ndim else float(out)
 
 
-def data_sent(t, rtt: float, gamma: float, variant: str = "hybla", rtt0: float = RTT0, as_printed: bool = False):
+def data_sent(t: Any, rtt: float, gamma: float, variant: str = "hybla", rtt0: float = RTT0,
+              as_printed: bool = False) -> Any:
     """Packets sent by time t (s) without loss, eq. (2): slow start up to the threshold γ,
     then congestion avoidance. Vectorised over ``t`` (array in, array out; scalar in,
     float out).
@@ -308,11 +313,11 @@ def data_sent(t, rtt: float, gamma: float, variant: str = "hybla", rtt0: float =
     return _data_sent_curve(t, r, gamma, as_printed)
 
 
-def hybla_data_sent(t, rtt: float, gamma: float, rtt0: float = RTT0, as_printed: bool = False):
+def hybla_data_sent(t: Any, rtt: float, gamma: float, rtt0: float = RTT0, as_printed: bool = False) -> Any:
     """Hybla's T(t) of eq. (2); see :func:`data_sent`."""
     return data_sent(t, rtt, gamma, "hybla", rtt0, as_printed)
 
 
-def reno_data_sent(t, rtt: float, gamma: float, as_printed: bool = False):
+def reno_data_sent(t: Any, rtt: float, gamma: float, as_printed: bool = False) -> Any:
     """Reno's T(t): eq. (2) with RTT0 = RTT (ρ = 1); see :func:`data_sent`."""
     return data_sent(t, rtt, gamma, "reno", as_printed=as_printed)

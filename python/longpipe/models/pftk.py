@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass
+from typing import Any
 
 __all__ = [
     "MODELS", "P_MIN", "RenoModel", "check_args", "pftk_approx", "pftk_full", "pps_to_bps", "reno_model",
@@ -38,7 +39,7 @@ __all__ = [
 P_MIN = 1e-300
 
 
-def _is_real(x) -> bool:
+def _is_real(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
@@ -81,7 +82,7 @@ class RenoModel:
     W: float  # the unlimited mean peak window: E[W_u] (PFTK) or W of (A-5) (packets)
     mss: float  # packet size used for throughput_bps (bytes)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -1,0 +1,231 @@
+"""``longpipe report DIR``: one self-contained HTML page (tables and figures, images
+embedded as data URIs) for a run directory (``run --out``), a sweep directory or a
+reproduction (``reproduce --out``)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ._io import atomic_write_text
+from .api import ScenarioError
+
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#1a1a1a}
+h1{font-size:1.6em;border-bottom:2px solid #ddd;padding-bottom:.2em}h2{font-size:1.25em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.8em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;
+text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+pre{background:#f6f6f6;padding:.7em;overflow-x:auto;font-size:12.5px;line-height:1.3}
+code{background:#f3f3f3;padding:0 3px}figure{margin:1.2em 0}img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:13px;color:#555}.meta{color:#555;font-size:13px}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _img(data: bytes, caption: str) -> str:
+    b64 = base64.b64encode(data).decode("ascii")
+    return f'<figure><img src="data:image/png;base64,{b64}" alt="{_e(caption)}"><figcaption>{_e(caption)}' \
+           "</figcaption></figure>"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _inline(text: str) -> str:
+    t = _e(text)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    t = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", t)
+    t = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", t)
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', t)
+
+
+def markdown(text: str) -> str:
+    """A small Markdown subset: headings, fenced code, lists, pipe tables, paragraphs,
+    inline code, bold, italics and links (what our reports use)."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            out.append("<p>" + _inline(" ".join(para)) + "</p>")
+            para.clear()
+
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith("```"):
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            out.append("<pre>" + _e("\n".join(lines[i + 1:j])) + "</pre>")
+            i = j + 1
+            continue
+        m = re.match(r"^(#{1,6})\s+(.*)$", ln)
+        if m:
+            flush()
+            level = min(len(m[1]) + 1, 6)  # the page title is the only h1
+            out.append(f"<h{level}>{_inline(m[2])}</h{level}>")
+        elif re.match(r"^\s*[-*]\s+", ln):
+            flush()
+            items = []
+            while i < len(lines) and re.match(r"^\s*[-*]\s+", lines[i]):
+                item = re.sub(r"^\s*[-*]\s+", "", lines[i])
+                while i + 1 < len(lines) and lines[i + 1].startswith("  ") and lines[i + 1].strip() \
+                        and not re.match(r"^\s*[-*]\s+", lines[i + 1]):
+                    i += 1
+                    item += " " + lines[i].strip()
+                items.append(f"<li>{_inline(item)}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif ln.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|$", lines[i + 1]):
+            flush()
+            hdr = [c.strip() for c in ln.strip("|").split("|")]
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip("|").split("|")])
+                i += 1
+            out.append("<table><thead><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in hdr) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows)
+                       + "</tbody></table>")
+            continue
+        elif not ln.strip():
+            flush()
+        else:
+            para.append(ln.strip())
+        i += 1
+    flush()
+    return "\n".join(out)
+
+
+def _page(title: str, body: str) -> str:
+    from . import __version__
+
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{_e(title)}</h1>\n{body}\n"
+            f"<p class=\"meta\">Made by longpipe {_e(__version__)}.</p></body></html>\n")
+
+
+def _pngs(d: Path, skip: Sequence[str] = ()) -> list[str]:
+    return [_img(p.read_bytes(), p.name) for p in sorted(d.glob("*.png")) if p.name not in skip]
+
+
+def _fig_bytes(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def run_body(d: Path) -> tuple[str, str]:
+    from .report import format_result
+
+    data = json.loads((d / "result.json").read_text())
+    parts = [f"<p class=\"meta\">scenario <b>{_e(data['scenario'])}</b>, seed {_e(data['seed'])}, "
+             f"{data['duration_s']:g} s simulated</p>"]
+    parts.append("<h2>Flows</h2>")
+    fl = ["id", "src", "dst", "tcp", "goodput_bps", "bytes_delivered", "segments_sent", "retransmitted_segments",
+          "timeouts", "fast_recoveries", "completion_time_s", "mean_rtt_s"]
+    parts.append(_table(fl, [["" if f.get(k) is None else f.get(k) for k in fl] for f in data["flows"]]))
+    parts.append("<h2>Links</h2>")
+    ll = ["a", "b", "dir", "utilization", "packets", "drops_queue", "drops_loss", "max_queue_packets"]
+    parts.append(_table(ll, [[lk.get(k, "") for k in ll] for lk in data["links"]]))
+    if data.get("nodes"):
+        parts.append("<h2>Nodes</h2>")
+        parts.append(_table(["name", "kind", "ipv4"], [[n.get("name"), n.get("kind"), n.get("ipv4")]
+                                                       for n in data["nodes"]]))
+    parts.append("<h2>As printed by longpipe run</h2><pre>" + _e(format_result(data)) + "</pre>")
+    figs = _pngs(d)
+    ts = sorted(d.glob("flow*-timeseries.csv"))
+    if ts:
+        import pandas as pd
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(9, 4))
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        for p in ts:
+            t = pd.read_csv(p)
+            ax.step(t["t"], t["cwnd"] / 1e3, where="post", lw=0.9, label=p.name.split("-")[0])
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("cwnd (kB)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title(f"{data['scenario']}: congestion window, seed {data['seed']}")
+        fig.tight_layout()
+        figs.insert(0, _img(_fig_bytes(fig), "congestion window over time (from the time-series CSVs)"))
+    if figs:
+        parts.append("<h2>Figures</h2>" + "".join(figs))
+    return f"longpipe run: {data['scenario']}", "\n".join(parts)
+
+
+def sweep_body(d: Path) -> tuple[str, str]:
+    from .sweeps.api import describe, load
+    from .sweeps.plot import _numeric
+    from .sweeps.summary import summarize, table_rows
+
+    sw = load(d)
+    parts = [f"<p class=\"meta\">{_e(describe(sw))}; {len(sw.rows)} runs stored</p>"]
+    summ = summarize(sw.rows, sw.axes)
+    headers, cells = table_rows(summ, sw.axes)
+    parts.append("<h2>Mean ± 95 % confidence interval over seeds</h2>" + _table(headers, cells))
+    figs = []
+    axes = sw.axes
+    import tempfile
+
+    for a in axes:
+        if len(a.values) < 2 or _numeric(list(a.values)) is None:
+            continue
+        others = [o for o in axes if o.key != a.key and len(o.values) > 1]
+        hue = min(others, key=lambda o: len(o.values)).key if others else None
+        with tempfile.TemporaryDirectory() as tmp:
+            p = sw.plot(a.key, "goodput", hue, Path(tmp) / "f.png")
+            figs.append(_img(p.read_bytes(), f"goodput vs {a.key}" + (f" by {hue}" if hue else "")))
+    figs += _pngs(d)
+    if figs:
+        parts.append("<h2>Figures</h2>" + "".join(figs))
+    parts.append("<h2>Scenario</h2><pre>" + _e(json.dumps(sw.manifest.get("scenario"), indent=2)) + "</pre>")
+    return f"longpipe sweep: {sw.name}", "\n".join(parts)
+
+
+def reproduction_body(d: Path) -> tuple[str, str]:
+    text = (d / "report.md").read_text()
+    m = re.match(r"^#\s+(.*)$", text.splitlines()[0]) if text else None
+    title = m[1] if m else d.name
+    body = markdown("\n".join(text.splitlines()[1:]) if m else text)
+    figs = _pngs(d)
+    if figs:
+        body += "<h2>Figures</h2>" + "".join(figs)
+    return title, body
+
+
+def write_report(d: Path, out: Path | None = None) -> Path:
+    """Writes the page (default ``DIR/report.html``) and returns its path."""
+    if not d.is_dir():
+        raise ScenarioError(str(d), "(directory)", "no such directory")
+    if (d / "sweep.json").exists():
+        title, body = sweep_body(d)
+    elif (d / "result.json").exists():
+        title, body = run_body(d)
+    elif (d / "report.md").exists():
+        title, body = reproduction_body(d)
+    else:
+        raise ScenarioError(str(d), "(directory)", "expected the output of run --out (result.json), sweep "
+                            "(sweep.json) or reproduce (report.md)")
+    return atomic_write_text(out or d / "report.html", _page(title, body))

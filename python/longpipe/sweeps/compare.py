@@ -1,0 +1,140 @@
+"""``longpipe compare``: a scenario under a few variants (congestion controls by default,
+or any key with ``--vary``), over one or more seeds, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .cli import FLOW_FIELDS, _progress, _seeds_arg, add_exec_args, flow_stats, write_csv
+
+DEFAULT_TCP = "tahoe,reno,newreno"
+
+
+def register_args(c: argparse.ArgumentParser) -> None:
+    """The options of ``compare`` (the parser itself is made in longpipe.cli)."""
+    c.add_argument("scenario", help="scenario file (TOML or JSON)")
+    c.add_argument("--tcp", help=f"comma-separated congestion controls (default without --vary: {DEFAULT_TCP})")
+    c.add_argument("--vary", action="append", metavar="KEY=VALUES",
+                   help="compare the values of any scenario key, e.g. flow.sack=false,true (grid syntax as for "
+                   "sweep; repeat for every combination)")
+    c.add_argument("--flow", type=int, default=0, help="flow to report and plot (default 0)")
+    c.add_argument("--seed", type=int, help="override the scenario's seed (first seed with --seeds N)")
+    c.add_argument("--seeds", metavar="N", help="runs per variant: N seeds, A..B or a list; prints mean ± 95%% CI")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key for every variant")
+    c.add_argument("--plot", metavar="PNG", help="write a PNG of goodput and cwnd over time (first seed)")
+    c.add_argument("--bin", type=float, metavar="SECONDS", help="goodput bin width of --plot (default duration/100)")
+    fmt = c.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    fmt.add_argument("--csv", action="store_true", help="print the comparison as CSV")
+    add_exec_args(c)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..api import ScenarioError
+    from ..cli import _overrides
+    from ..report import table
+    from .api import plan
+    from .engine import run_tasks
+    from .grid import display_value, format_value, parse_axis
+    from .summary import fmt_mean_ci
+
+    grid = list(args.vary or [])
+    if args.tcp is not None or not grid:
+        tcp = DEFAULT_TCP if args.tcp is None else args.tcp
+        if not [v for v in tcp.split(",") if v.strip()]:
+            raise ScenarioError(None, "--tcp", "expected a comma-separated list such as tahoe,reno,newreno")
+        grid.append(f"flow.tcp={tcp}")
+    for spec in grid:  # the syntax first, so an error names --vary
+        parse_axis(spec)
+    ov = _overrides(args.set)
+    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov)
+    oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
+    results = [json.loads(r["result"]) for r in oc.rows]
+    n_flows = len(results[0]["flows"])
+    if not 0 <= args.flow < n_flows:
+        raise ScenarioError(None, "--flow", f"the scenario has flows 0..{n_flows - 1}, got {args.flow}")
+    per_point: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for t, res in zip(tasks, results):
+        per_point.setdefault(tuple(v for _, v in t.params), []).append(res)
+    keys = [a.key for a in axes]
+    records = []
+    for pt, rs in per_point.items():
+        st = flow_stats(rs, args.flow)
+        rec: dict[str, Any] = dict(zip(keys, pt))
+        rec["seeds"] = len(rs)
+        for k, _, _ in FLOW_FIELDS:
+            rec[f"{k}_mean"] = st[k]["mean"]
+            rec[f"{k}_ci95"] = st[k]["ci95"]
+        rec["segments_sent_mean"] = st["segments_sent"]["mean"]
+        records.append(rec)
+    name = results[0]["scenario"]
+    sets = " ".join(f"--set {k}={format_value(v)}" for k, v in ov.items())
+    if args.json:
+        print(json.dumps({"scenario": name, "flow": args.flow, "seeds": seeds, "set": ov, "vary": keys,
+                          "variants": records}, indent=2))
+    elif args.csv:
+        sys.stdout.write(write_csv(records))
+    else:
+        s = f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) \
+            else ", ".join(map(str, seeds))
+        print(f"scenario {name} (flow {args.flow}), seed{'s' if len(seeds) > 1 else ''} {s}, "
+              f"{results[0]['duration_s']:g} s simulated" + (", mean ± 95% CI" if len(seeds) > 1 else ""))
+        if sets:
+            print(f"applied: {sets}")
+        rows = []
+        nan = float("nan")
+        for rec in records:
+            rows.append([display_value(rec[k]) for k in keys]
+                        + [fmt_mean_ci(nan if rec[f"{k}_mean"] is None else rec[f"{k}_mean"],
+                                       nan if rec[f"{k}_ci95"] is None else rec[f"{k}_ci95"], sc)
+                           for k, _, sc in FLOW_FIELDS])
+        print(table(keys + [h for _, h, _ in FLOW_FIELDS], rows, "l" * len(keys) + "r" * len(FLOW_FIELDS)))
+    if args.plot:
+        from .. import api
+        from ..plots import compare_figure
+        from .grid import apply_point
+
+        base, src = api.prepare(args.scenario, ov)
+        runs = {}
+        for pt in per_point:
+            label = ", ".join(display_value(v) for v in pt)
+            sc = apply_point(base, list(zip(keys, pt)), src)
+            runs[label] = (api.run(sc, seed=seeds[0], timeseries=[args.flow]), args.flow)
+        dur = float(results[0]["duration_s"])
+        bin_s = args.bin or max(dur / 100.0, 0.1)
+        title = f"{name}: flow {args.flow}, seed {seeds[0]}, {caption(base)}" + (f"\n{sets}" if sets else "")
+        compare_figure(runs, args.plot, title, bin_s, scenario=base)
+        if not (args.json or args.csv):
+            print(f"wrote {args.plot}")
+    return 0
+
+
+def caption(sc: dict[str, Any]) -> str:
+    """The scenario in a few words for a figure title: path RTT (from the one-way
+    delays), bottleneck rate, loss."""
+    from ..plots import _RATES, parse_quantity
+
+    links = [lk for lk in sc.get("link", []) if isinstance(lk, dict)]
+    delays = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    rtt = 0.0
+    for lk in links:
+        d = parse_quantity(lk.get("delay", "0s"), delays) or 0.0
+        rtt += d + (parse_quantity(lk.get("delay_ba", lk.get("delay", "0s")), delays) or 0.0)
+    rates = [r for r in (parse_quantity(lk.get("rate"), _RATES) for lk in links) if r]
+    parts = [f"base RTT {rtt * 1e3:.0f} ms"] if rtt else []
+    if rates:
+        parts.append(f"bottleneck {min(rates) / 1e6:g} Mbit/s")
+    for lk in links:
+        loss = lk.get("loss")
+        if isinstance(loss, dict):
+            kind = loss.get("kind")
+            if kind == "ber":
+                parts.append(f"BER {loss.get('ber')}")
+            elif kind == "bernoulli":
+                parts.append(f"loss p {loss.get('p')}")
+            elif kind:
+                parts.append(f"{kind} loss")
+    return ", ".join(parts)

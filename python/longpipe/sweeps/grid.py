@@ -1,0 +1,284 @@
+"""Grid axes (``--grid KEY=VALUES``), seeds, and their validation against the scenario.
+
+An axis is a scenario key in ``--set`` syntax (``flow.tcp``, ``link[1].loss.p``) and a
+list of values:
+
+- ``KEY=V1,V2,...`` — each value a TOML value (``1e-3``, ``true``, ``"10ms"``, an
+  inline table ``{kind = "ber", ber = 1e-7}``) or a bare word (``newreno``, ``10ms``);
+- ``KEY=LO..HI:log:N`` — N values spaced evenly in log(value) from LO to HI;
+- ``KEY=LO..HI:lin:N`` (or ``LO..HI:N``) — N evenly spaced values.
+
+Range ends may carry a unit (``10ms..500ms:log:6``); the values then do too. Generated
+numbers are rounded to 12 significant digits, so ``1e-4..1e-2:log:3`` is exactly
+``1e-4, 1e-3, 1e-2``.
+
+Every key and value is applied to the scenario and validated by the core before
+anything runs; an error names the key (``ScenarioError``: exit status 2 on the CLI).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import ScenarioError, apply_override, parse_value
+
+SCALES = ("list", "lin", "log")
+_RANGE = re.compile(r"^\s*(?P<lo>.+?)\.\.(?P<hi>.+?)(?::(?P<scale>lin|log))?:(?P<n>\d+)\s*$")
+_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One grid dimension: a scenario key, its values (in the given order) and how they
+    were spaced (``log`` axes are plotted on a log scale)."""
+
+    key: str
+    values: tuple[Any, ...]
+    scale: str = "list"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "values": list(self.values), "scale": self.scale}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Axis:
+        return cls(str(d["key"]), tuple(d["values"]), str(d.get("scale", "list")))
+
+
+def canonical(value: Any) -> str:
+    """The JSON text that identifies a value (for deduplication and hashing)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.12g}")
+
+
+def split_values(text: str) -> list[str]:
+    """Splits on commas outside brackets, braces and quotes."""
+    out, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return [v.strip() for v in out]
+
+
+def _range(spec: str, key: str, text: str) -> Axis | None:
+    m = _RANGE.match(text)
+    if not m:
+        return None
+    where = f"--grid {spec}"
+    lo_m, hi_m = _NUM_UNIT.match(m["lo"]), _NUM_UNIT.match(m["hi"])
+    if not lo_m or not hi_m:
+        raise ScenarioError(None, where, "a range is LO..HI:log:N or LO..HI:lin:N with numbers, e.g. 1e-4..1e-2:log:9")
+    lo, hi, unit = float(lo_m[1]), float(hi_m[1]), lo_m[2]
+    if hi_m[2] != unit:
+        raise ScenarioError(None, where, f"both ends of a range need the same unit, got {lo_m[2]!r} and {hi_m[2]!r}")
+    n = int(m["n"])
+    scale = m["scale"] or "lin"
+    if n < 1:
+        raise ScenarioError(None, where, "the number of values must be at least 1")
+    if n == 1 and lo != hi:
+        raise ScenarioError(None, where, "one value needs LO == HI")
+    if scale == "log" and (lo <= 0 or hi <= 0):
+        raise ScenarioError(None, where, "a log range needs positive ends")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ScenarioError(None, where, "range ends must be finite")
+    nums: list[float] = []
+    for i in range(n):
+        f = i / (n - 1) if n > 1 else 0.0
+        if scale == "log":
+            x = 10 ** (math.log10(lo) + f * (math.log10(hi) - math.log10(lo)))
+        else:
+            x = lo + f * (hi - lo)
+        if i == 0:
+            x = lo
+        elif i == n - 1:
+            x = hi
+        nums.append(_round(x))
+    written = (lo_m[1] + hi_m[1]).lower()
+    vals: list[Any]
+    if unit:
+        vals = [f"{v:.12g}{unit}" for v in nums]
+    elif scale == "lin" and "." not in written and "e" not in written and all(v.is_integer() for v in nums):
+        vals = [int(v) for v in nums]
+    else:
+        vals = nums
+    return Axis(key, tuple(vals), scale)
+
+
+def parse_axis(spec: str) -> Axis:
+    """``KEY=V1,V2`` or ``KEY=LO..HI:log:N`` → :class:`Axis` (raises ScenarioError)."""
+    if "=" not in spec:
+        raise ScenarioError(None, f"--grid {spec}", "expected KEY=V1,V2,... or KEY=LO..HI:log:N, "
+                            "e.g. flow.tcp=newreno,hybla or link[1].loss.p=1e-4..1e-2:log:9")
+    key, _, text = spec.partition("=")
+    key = key.strip()
+    if not key:
+        raise ScenarioError(None, f"--grid {spec}", "missing the key before '='")
+    if key == "seed":
+        raise ScenarioError(None, f"--grid {spec}", "use --seeds N to repeat runs over seeds")
+    rng = _range(spec, key, text)
+    if rng is not None:
+        return rng
+    raw = split_values(text)
+    if any(r == "" for r in raw):
+        raise ScenarioError(None, f"--grid {spec}", "empty value (two commas in a row, or a trailing comma?)")
+    return make_axis(key, [parse_value(r) for r in raw])
+
+
+def make_axis(key: str, values: Sequence[Any], scale: str = "list") -> Axis:
+    """An axis from Python values; duplicates are dropped (first kept)."""
+    if scale not in SCALES:
+        raise ScenarioError(None, key, f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    seen: set[str] = set()
+    vals = []
+    for v in values:
+        try:
+            c = canonical(v)
+        except (TypeError, ValueError):
+            raise ScenarioError(None, key, f"value {v!r} is not a number, string, boolean, list or table") from None
+        if c not in seen:
+            seen.add(c)
+            vals.append(v)
+    if not vals:
+        raise ScenarioError(None, key, "needs at least one value")
+    return Axis(key, tuple(vals), scale)
+
+
+def axes_from(grid: Mapping[str, Any] | Sequence[str] | None) -> list[Axis]:
+    """Axes from CLI specs (``["flow.tcp=reno,hybla", ...]``) or a dict
+    ``{"flow.tcp": ["reno", "hybla"], "link[1].loss.p": "1e-4..1e-2:log:9"}``."""
+    if grid is None:
+        return []
+    axes: list[Axis] = []
+    if isinstance(grid, Mapping):
+        for k, v in grid.items():
+            if isinstance(v, Axis):
+                axes.append(v)
+            elif isinstance(v, str):
+                axes.append(parse_axis(f"{k}={v}"))
+            elif isinstance(v, (list, tuple)):
+                if str(k) == "seed":
+                    raise ScenarioError(None, "seed", "use seeds=N to repeat runs over seeds")
+                axes.append(make_axis(str(k), list(v)))
+            else:
+                axes.append(make_axis(str(k), [v]))
+    else:
+        axes = [parse_axis(s) for s in grid]
+    keys = [a.key for a in axes]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ScenarioError(None, f"--grid {dup[0]}", "given twice; list all its values in one --grid")
+    return axes
+
+
+def parse_seeds(spec: int | str | Sequence[int] | None, first: int = 1) -> list[int]:
+    """``N`` → first..first+N-1; ``"3,7,9"`` or a list → those; ``"1..20"`` → 1..20."""
+    if spec is None:
+        return [first]
+    if isinstance(spec, bool):
+        raise ScenarioError(None, "--seeds", f"expected a count or a list of seeds, got {spec!r}")
+    if isinstance(spec, int):
+        if spec < 1:
+            raise ScenarioError(None, "--seeds", f"expected a positive count, got {spec}")
+        return list(range(first, first + spec))
+    if isinstance(spec, str):
+        s = spec.strip()
+        try:
+            if ".." in s:
+                a, b = (int(x) for x in s.split("..", 1))
+                seeds = list(range(a, b + 1))
+            elif "," in s:
+                seeds = [int(x) for x in s.split(",") if x.strip()]
+            else:
+                return parse_seeds(int(s), first)
+        except ValueError:
+            raise ScenarioError(None, "--seeds", f"expected N, A..B or a comma-separated list, got {spec!r}") from None
+    else:
+        seeds = [int(x) for x in spec]
+    if not seeds or any(x < 0 for x in seeds):
+        raise ScenarioError(None, "--seeds", f"expected non-negative seeds, got {spec!r}")
+    return sorted(set(seeds))
+
+
+def points(axes: Sequence[Axis]) -> Iterator[tuple[tuple[str, Any], ...]]:
+    """Every combination of axis values, in grid order (the last axis varies fastest)."""
+    for combo in itertools.product(*(a.values for a in axes)):
+        yield tuple((a.key, v) for a, v in zip(axes, combo))
+
+
+def _validate(sc: Mapping[str, Any], src: str | None, what: str) -> None:
+    from .. import _core
+
+    try:
+        text = json.dumps(sc, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(src, what, f"not representable as JSON: {e}") from None
+    try:
+        _core.validate(text)
+    except _core.ScenarioError as e:
+        path, msg = e.args
+        raise ScenarioError(src, path, f"{msg} (with {what})") from None
+
+
+def apply_point(base: Mapping[str, Any], point: Sequence[tuple[str, Any]], src: str | None) -> dict[str, Any]:
+    """The base scenario with a point's values set (a deep copy)."""
+    sc: dict[str, Any] = json.loads(json.dumps(base))
+    for k, v in point:
+        try:
+            apply_override(sc, k, json.loads(json.dumps(v)), src)
+        except ScenarioError as e:
+            raise ScenarioError(src, e.path, f"{e.message} (--grid key {k})") from None
+    return sc
+
+
+def validate_grid(base: Mapping[str, Any], src: str | None, axes: Sequence[Axis]) -> None:
+    """Applies every key and value (alone, then every combination) and validates the
+    result with the core; raises ScenarioError naming the key and value."""
+    for a in axes:
+        for v in a.values:
+            what = f"--grid {a.key}={format_value(v)}"
+            _validate(apply_point(base, [(a.key, v)], src), src, what)
+    if len(axes) > 1:
+        for pt in points(axes):
+            what = "--grid " + ", ".join(f"{k}={format_value(v)}" for k, v in pt)
+            _validate(apply_point(base, pt, src), src, what)
+
+
+def format_value(v: Any) -> str:
+    """A value as the user would type it (no float noise, strings bare)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.12g}"
+    if isinstance(v, str):
+        return v
+    return canonical(v)
+
+
+def display_value(v: Any) -> str:
+    """A value for tables, legends and titles: floats to 6 significant digits."""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return format_value(v)

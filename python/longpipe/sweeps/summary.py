@@ -1,0 +1,191 @@
+"""Per-point summaries of a sweep: mean and 95 % confidence interval over seeds.
+
+The interval is Student's t: mean ± t(0.975, n − 1) · s / √n, with s the sample standard
+deviation over the n seeds of a point (no interval for n = 1).
+
+Metrics are named by a store column (``goodput_bps``, ``timeouts``…), a short alias
+(``goodput``, ``rto``, ``rtt``…) or a path into the stored result
+(``flows[1].goodput_bps``, ``links[2].drops_queue``, ``gateways[0].go_back_n``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..api import ScenarioError
+from .grid import Axis, display_value
+from .store import METRICS, _param_type
+
+ALIASES = {
+    "goodput": "goodput_bps", "throughput": "goodput_bps", "bytes": "bytes_delivered", "segs": "segments_sent",
+    "segments": "segments_sent", "retx": "retransmitted_segments", "retransmissions": "retransmitted_segments",
+    "rto": "timeouts", "rtos": "timeouts", "fr": "fast_recoveries", "rtt": "mean_rtt_s",
+    "completion": "completion_time_s", "done": "completion_time_s", "fairness": "fairness_jain",
+    "jain": "fairness_jain", "utilization": "utilization_max", "util": "utilization_max",
+}
+DEFAULT_METRICS = ("goodput_bps", "retransmitted_segments", "timeouts", "mean_rtt_s")
+_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[\d+\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\d+\])?)*$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric: the column or result path, a label, and the display scale and unit."""
+
+    name: str
+    label: str
+    scale: float = 1.0
+    unit: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+
+_LABELS = {
+    "goodput_bps": ("goodput", 1e-6, "Mbit/s"), "mean_rtt_s": ("mean RTT", 1e3, "ms"),
+    "completion_time_s": ("completion time", 1.0, "s"), "utilization_max": ("utilization", 100.0, "%"),
+    "retransmitted_segments": ("retransmissions", 1.0, ""), "timeouts": ("RTOs", 1.0, ""),
+    "fast_recoveries": ("fast recoveries", 1.0, ""), "fairness_jain": ("Jain fairness", 1.0, ""),
+    "bytes_delivered": ("bytes delivered", 1e-6, "MB"), "segments_sent": ("segments sent", 1.0, ""),
+    "drops_queue": ("queue drops", 1.0, ""), "drops_loss": ("loss drops", 1.0, ""), "events": ("events", 1.0, ""),
+}
+KNOWN = {m for m, _, _ in METRICS}
+
+
+def metric(name: str) -> Metric:
+    """Resolves a metric name; raises ScenarioError for an unknown one."""
+    n = ALIASES.get(name.strip().lower(), name.strip())
+    if n in _LABELS:
+        label, scale, unit = _LABELS[n]
+        return Metric(n, label, scale, unit)
+    if n in KNOWN:
+        return Metric(n, n)
+    if _PATH.match(n) and n.split(".")[0].split("[")[0] in {"flows", "links", "gateways", "sim", "nodes"}:
+        leaf = n.rsplit(".", 1)[-1]
+        if leaf.endswith("_bps"):
+            return Metric(n, n[: -len("_bps")], 1e-6, "Mbit/s")
+        if leaf.endswith("_s"):
+            return Metric(n, n[: -len("_s")], 1.0, "s")
+        return Metric(n, n)
+    known = ", ".join(sorted(set(ALIASES) | KNOWN))
+    raise ScenarioError(None, "metric", f"unknown metric {name!r}: use one of {known}, or a result path "
+                        "such as flows[0].goodput_bps")
+
+
+def _walk(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$", part)
+        if not m or not isinstance(doc, dict) or m[1] not in doc:
+            return None
+        doc = doc[m[1]]
+        if m[2] is not None:
+            if not isinstance(doc, list) or int(m[2]) >= len(doc):
+                return None
+            doc = doc[int(m[2])]
+    return doc
+
+
+def values(rows: Sequence[Mapping[str, Any]], m: Metric) -> list[float | None]:
+    """The metric of each row (None where absent)."""
+    out: list[float | None] = []
+    for r in rows:
+        v = r.get(m.name) if m.name in r else _walk(json.loads(r["result"]), m.name)
+        out.append(None if v is None or isinstance(v, (str, dict, list)) else float(v))
+    return out
+
+
+def mean_ci95(xs: Sequence[float]) -> tuple[float, float]:
+    """Mean and half-width of the 95 % Student-t interval (nan for fewer than 2 values)."""
+    n = len(xs)
+    if n == 0:
+        return math.nan, math.nan
+    m = math.fsum(xs) / n
+    if n < 2:
+        return m, math.nan
+    var = math.fsum((x - m) ** 2 for x in xs) / (n - 1)
+    return m, t975(n - 1) * math.sqrt(var / n)
+
+
+def t975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
+
+
+def group(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> list[tuple[tuple[Any, ...], list[Mapping[str, Any]]]]:
+    """Rows grouped by point, in grid order (points without rows are left out)."""
+    import itertools
+
+    keys = [a.key for a in axes]
+    index: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        index.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    out = []
+    seen = set()
+    for combo in itertools.product(*(a.values for a in axes)):
+        key = tuple(_param_type(v)[1] for v in combo)
+        if key in index and key not in seen:
+            seen.add(key)
+            out.append((combo, sorted(index[key], key=lambda r: int(r["seed"]))))
+    for key, rs in index.items():  # rows outside the axes (should not happen): at the end
+        if key not in seen:
+            out.append((key, sorted(rs, key=lambda r: int(r["seed"]))))
+    return out
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
+              metrics: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One dict per point: the axis values, ``n`` (seeds), and for each metric
+    ``<name>_mean`` and ``<name>_ci95`` (in the metric's own unit: bit/s, s…)."""
+    ms = [metric(x) for x in (metrics or DEFAULT_METRICS)]
+    out = []
+    for combo, rs in group(rows, axes):
+        d: dict[str, Any] = {a.key: v for a, v in zip(axes, combo)}
+        d["n"] = len(rs)
+        for m in ms:
+            xs = [x for x in values(rs, m) if x is not None]
+            mean, ci = mean_ci95(xs)
+            d[f"{m.name}_mean"] = mean
+            d[f"{m.name}_ci95"] = ci
+        out.append(d)
+    return out
+
+
+def fmt_num(x: float | None, digits: int = 4) -> str:
+    """A number without float noise: ``digits`` significant digits."""
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{x:.{digits}g}"
+
+
+def fmt_mean_ci(mean: float, ci: float, scale: float = 1.0) -> str:
+    if math.isnan(mean):
+        return "-"
+    if math.isnan(ci):
+        return fmt_num(mean * scale)
+    m, c = mean * scale, ci * scale
+    if c <= 1e-9 * abs(m):  # equal values: an interval of rounding noise
+        return f"{fmt_num(m)} ± 0"
+    if c > 0:
+        # as many decimals as the interval's second significant digit needs
+        dec = max(0, 1 - math.floor(math.log10(c)))
+        return f"{m:.{dec}f} ± {c:.{dec}f}"
+    return f"{fmt_num(m)} ± 0"
+
+
+def table_rows(summary: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
+               metrics: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of a summary table for the terminal."""
+    ms = [metric(x) for x in (metrics or DEFAULT_METRICS)]
+    headers = [a.key for a in axes] + ["seeds"] + [m.title for m in ms]
+    cells = []
+    for d in summary:
+        cells.append([display_value(d[a.key]) for a in axes] + [str(d["n"])]
+                     + [fmt_mean_ci(d[f"{m.name}_mean"], d[f"{m.name}_ci95"], m.scale) for m in ms])
+    return headers, cells
