@@ -7,7 +7,7 @@ PIP := $(VENV)/bin/pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: demo test bench lint setup system-deps build clean
+.PHONY: demo test bench lint setup system-deps build clean fuzz
 
 system-deps: ## tshark (pcap checks); apt-get only when it is missing
 	@if ! command -v tshark >/dev/null 2>&1; then \
@@ -33,9 +33,34 @@ demo: setup ## compare Tahoe, Reno and NewReno on the GEO example; table + PNG
 	mkdir -p out
 	$(PY) -m longpipe compare examples/geo.toml --tcp tahoe,reno,newreno --plot out/geo-compare.png
 
-test: setup ## Rust tests, then Python tests
+# Fuzzing: `make test` replays the committed corpus (fuzz/corpus/) and mutates it for
+# LONGPIPE_FUZZ_SECS seconds per target (stable toolchain, both targets in parallel);
+# `make fuzz` runs long coverage-guided sessions. Memory is capped so that a runaway
+# input cannot exhaust the machine.
+LONGPIPE_FUZZ_SECS ?= 10
+FUZZ_SECS ?= 600
+FUZZ_MEM_KB ?= 8000000
+
+test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 	cargo test -p longpipe-core --release -q
+	cargo test -p longpipe-fuzz --release -q --no-run
+	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --release -q -- --nocapture )
 	$(PY) -m pytest -q
+
+fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if present, else the stable loop
+	@if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then \
+	  cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked -q; \
+	  cd fuzz && for t in scenario wire; do \
+	    ( ulimit -v 20000000; cargo +nightly fuzz run -s none $$t corpus/$$t -- \
+	        -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 ) || exit 1; \
+	  done; \
+	else \
+	  echo "no nightly toolchain: stable mutation loop (no coverage feedback)"; \
+	  for t in scenario wire; do \
+	    ( ulimit -v $(FUZZ_MEM_KB); cargo run -p longpipe-fuzz --release -q -- $$t $(FUZZ_SECS) ) || exit 1; \
+	  done; \
+	fi
+	LONGPIPE_HYPOTHESIS_EXAMPLES=3000 $(PY) -m pytest -q tests/test_fuzz_cli.py
 
 bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q

@@ -1,5 +1,7 @@
 """Type stubs of the Rust extension (crates/longpipe-py)."""
 
+from collections.abc import Callable
+
 import numpy as np
 
 __version__: str
@@ -13,6 +15,9 @@ def run(
     trace_all: bool = False,
     trace_flows: list[int] | None = None,
     pcap: list[str] | None = None,
+    *,
+    progress: Callable[[int, int], object] | None = None,
+    progress_every: float = 0.5,
 ) -> tuple[str, dict[int, dict[str, np.ndarray]], list[tuple[str, bytes]], float]: ...
-def validate(scenario_json: str) -> None: ...
+def validate(scenario_json: str) -> dict[str, int]: ...
 def schema() -> str: ...

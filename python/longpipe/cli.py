@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
+from ._io import OutputError
 from .api import ScenarioError, parse_value
 
 
@@ -30,49 +34,123 @@ def _overrides(pairs: list[str] | None) -> dict[str, Any]:
     return ov
 
 
+_U64_MAX = 2**64 - 1
+
+
+def _seed_option(text: str | int | None, option: str = "--seed") -> int | None:
+    """The --seed value, checked here so that a bad one is blamed on the option."""
+    if text is None:
+        return None
+    try:
+        v = text if isinstance(text, int) else int(text.strip(), 10)
+    except ValueError:
+        raise UsageError(f"{option}: expected an integer from 0 to {_U64_MAX}, got {text!r}") from None
+    if not 0 <= v <= _U64_MAX:
+        raise UsageError(f"{option}: expected an integer from 0 to {_U64_MAX}, got {text}")
+    return v
+
+
 def _pcap_specs(specs: list[str] | None, out: Path) -> tuple[list[str], dict[str, Path]]:
-    names, files = [], {}
+    names: list[str] = []
+    files: dict[str, Path] = {}
     for s in specs or []:
         spec, _, file = s.partition("=")
-        names.append(spec)
-        files[spec] = Path(file) if file else out / f"{spec}.pcap"
+        if not spec:
+            raise UsageError(f"--pcap {s!r}: expected A-B or A-B=FILE, e.g. --pcap server-client")
+        if not file and (os.sep in spec or spec.startswith(".") or "\0" in spec):
+            raise UsageError(f"--pcap {s!r}: name the file with {spec}=FILE")
+        path = Path(file) if file else out / f"{spec}.pcap"
+        if spec in files and files[spec] != path:
+            raise UsageError(f"--pcap {spec}: given twice with different files")
+        if spec not in files:
+            names.append(spec)
+        files[spec] = path
+    dup = [p for p in set(files.values()) if list(files.values()).count(p) > 1]
+    if dup:
+        raise UsageError(f"--pcap: two captures would write the same file {dup[0]}")
     return names, files
 
 
+class _Progress:
+    """A one-line progress report on stderr (a terminal only) for runs longer than
+    LONGPIPE_PROGRESS_AFTER seconds (default 2)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.enabled = not quiet and sys.stderr.isatty()
+        try:
+            self.after = float(os.environ.get("LONGPIPE_PROGRESS_AFTER", "2"))
+        except ValueError:
+            self.after = 2.0
+        self.t0 = time.monotonic()
+        self.shown = False
+
+    def __call__(self, ns: int, total: int) -> None:
+        el = time.monotonic() - self.t0
+        if el < self.after:
+            return
+        frac = ns / total if total else 0.0
+        left = f", about {el * (1 - frac) / frac:.0f} s left" if frac > 0.01 else ""
+        sys.stderr.write(f"\r\033[Ksimulated {ns / 1e9:.6g} s of {total / 1e9:.6g} s ({100 * frac:.0f} %), "
+                         f"{el:.0f} s elapsed{left}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.shown = False
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    args.seed = _seed_option(args.seed)
     if args.seeds is not None:
         from .sweeps.cli import run_seeds
 
         return run_seeds(args)
     from . import api
-    from ._io import atomic_write_text
+    from ._io import check_output_dir, check_output_file, write_outputs
     from .report import format_result
 
-    out = Path(args.out) if args.out else Path(".")
-    names, files = _pcap_specs(args.pcap, out)
-    res = api.run(args.scenario, seed=args.seed, timeseries=args.timeseries, pcap=names,
-                  overrides=_overrides(args.set))
+    out = Path(args.out) if args.out is not None else None
+    names, files = _pcap_specs(args.pcap, out if out is not None else Path("."))
+    # Every output path is checked before simulating: a bad one costs nothing.
+    if out is not None:
+        check_output_dir(out, "--out")
+    for spec in names:
+        check_output_file(files[spec], f"--pcap {spec}")
+    progress = _Progress(args.quiet)
+    try:
+        res = api.run(args.scenario, seed=args.seed, timeseries=args.timeseries, pcap=names,
+                      overrides=_overrides(args.set), progress=progress if progress.enabled else None)
+    finally:
+        progress.clear()
     text = res.to_json()
-    if args.json:
-        print(text)
-    else:
-        print(format_result(res.data, res.wall_s))
-    if args.timeseries and not args.out:  # a default directory, and say where
+    if args.timeseries and out is None:  # a default directory, and say where
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(res.data["scenario"]))
         out = Path("out") / "run" / f"{name}-seed{res.data['seed']}"
+        check_output_dir(out, "--out")
         print(f"wrote time series of {len(res.traces)} flow(s) to {out} (choose with --out)", file=sys.stderr)
-    if args.out or args.timeseries:
-        atomic_write_text(out / "result.json", text + "\n")
+    outputs: dict[Path, bytes] = {}
+    if out is not None:
+        outputs[out / "result.json"] = (text + "\n").encode()
         if args.timeseries:
             for fid in res.traces:
-                atomic_write_text(out / f"flow{fid}-timeseries.csv", res.timeseries(fid).to_csv(index=False))
-                atomic_write_text(out / f"flow{fid}-segments.csv", res.segments(fid).to_csv(index=False))
-                atomic_write_text(out / f"flow{fid}-rtt.csv", res.rtt(fid).to_csv(index=False))
-    from ._io import atomic_write_bytes
-
+                outputs[out / f"flow{fid}-timeseries.csv"] = res.timeseries(fid).to_csv(index=False).encode()
+                outputs[out / f"flow{fid}-segments.csv"] = res.segments(fid).to_csv(index=False).encode()
+                outputs[out / f"flow{fid}-rtt.csv"] = res.rtt(fid).to_csv(index=False).encode()
     for spec, data in res.pcaps.items():
-        atomic_write_bytes(files[spec], data)
-        if not args.json:
+        outputs[files[spec]] = data
+    # All files or none; only then is anything printed.
+    try:
+        write_outputs(outputs, out)
+    except OSError as e:  # after the checks above: a full disk, a race; not bad input
+        print(f"error: cannot write {e.filename or 'the outputs'}: {e.strerror or e}; nothing was written",
+              file=sys.stderr)
+        return 1
+    print(text if args.json else format_result(res.data, res.wall_s))
+    if not args.json:
+        for spec, data in res.pcaps.items():
             print(f"wrote {files[spec]} ({len(data)} bytes)")
     return 0
 
@@ -85,8 +163,22 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from ._io import check_output_file
     from .sweeps.compare import cmd_compare as compare
 
+    args.seed = _seed_option(args.seed)
+    if args.flow < 0:
+        raise UsageError(f"--flow: expected a flow id (0, 1, ...), got {args.flow}")
+    if args.bin is not None and not (math.isfinite(args.bin) and args.bin > 0):
+        raise UsageError(f"--bin: expected a positive number of seconds, got {args.bin!r}")
+    if args.plot is not None:
+        check_output_file(Path(args.plot), "--plot")
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        ext = Path(args.plot).suffix.lstrip(".").lower()
+        if ext and ext not in kinds:
+            raise UsageError(f"--plot: unknown image type .{ext}; use one of " + ", ".join(sorted(kinds)))
     return compare(args)
 
 
@@ -105,12 +197,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit status 2), like every other bad input."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .sweeps import cli as sweeps_cli
     from .sweeps.compare import register_args as compare_args
 
-    p = argparse.ArgumentParser(prog="longpipe", description="TCP over long, thin and lossy links: simulate, "
+    p = _Parser(prog="longpipe", description="TCP over long, thin and lossy links: simulate, "
                                 "sweep, compare, model and reproduce papers. 'longpipe COMMAND --help' for details.")
     p.add_argument("--version", action="version", version=f"longpipe {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -118,13 +217,15 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run one simulation")
     r.add_argument("scenario", help="scenario file (TOML or JSON)")
     r.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    r.add_argument("--seed", type=int, help="override the scenario's seed")
+    r.add_argument("--seed", metavar="N", help="override the scenario's seed (0 to 2^64-1)")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a scenario key, e.g. flow.tcp=reno or link[0].loss.p=0.01")
     r.add_argument("--pcap", action="append", metavar="A-B[=FILE]",
                    help="capture at node A's interface on link A-B (file A-B.pcap in --out)")
     r.add_argument("--timeseries", action="store_true", help="record per-flow time series (written with --out)")
-    r.add_argument("--out", help="directory for result.json, pcaps and time series")
+    r.add_argument("--out", metavar="DIR",
+                   help="directory for result.json, pcaps and time series; a previous run's files "
+                        "there are replaced, never mixed with this run's (see docs/limits.md)")
     r.add_argument("--seeds", metavar="N", help="run N seeds (S..S+N-1 from --seed or the scenario's seed; or A..B, "
                    "or a list 1,5,9) and print mean ± 95%% confidence interval per flow")
     sweeps_cli.add_exec_args(r)
@@ -169,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OutputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -183,5 +287,20 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def console_main() -> None:
+    """The ``longpipe`` command: ``main()``, then exit. After Ctrl-C (status 130) it exits
+    at once, skipping the interpreter's slow clean-up of loaded modules (nothing is left
+    to write: an interrupted run writes no output)."""
+    rc = main()
+    if rc == 130:
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
+    sys.exit(rc)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -1,14 +1,23 @@
 #![allow(clippy::useless_conversion)] // false positives from pyo3 0.22 #[pyfunction] expansions
 #![allow(unexpected_cfgs)] // pyo3 0.22 create_exception! checks a gil-refs feature
-//! PyO3 bindings: type conversion only. The simulation runs with the GIL released.
+//! PyO3 bindings: type conversion only.
+//!
+//! A run is simulated on its own Rust thread. The calling Python thread releases the
+//! GIL and waits in short slices ([`SLICE`]); between slices it checks for signals
+//! (so Ctrl-C raises `KeyboardInterrupt` in Python within one slice, and the
+//! simulation is told to stop through `RunOptions::cancel`) and calls an optional
+//! progress callback with the simulated time reached.
 
-use longpipe_core::{RunOptions, ScenarioError as CoreError, TraceSel};
+use longpipe_core::{RunOptions, RunOutput, ScenarioError as CoreError, TraceSel};
 use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 create_exception!(
     _core,
@@ -17,9 +26,20 @@ create_exception!(
     "Bad scenario input: args are (field_path, message)."
 );
 
+/// How long the waiting Python thread sleeps between signal checks. The simulation
+/// itself polls its cancel flag every 4096 events, so Ctrl-C stops a run within about
+/// this long plus a fraction of a millisecond.
+const SLICE: Duration = Duration::from_millis(20);
+
+/// After a cancel, how long to wait for the simulation thread to wind down before
+/// returning anyway (it is then detached and stops at its next cancel check).
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
 fn to_py_err(e: CoreError) -> PyErr {
     ScenarioError::new_err((e.path, e.msg))
 }
+
+type SimDone = (Result<RunOutput, CoreError>, f64);
 
 /// What `run` returns to Python: (result JSON, traces, pcaps, wall seconds).
 type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
@@ -27,36 +47,120 @@ type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
 /// Runs a scenario given as JSON text.
 ///
 /// Returns (result_json, traces, pcaps, wall_s): traces maps flow id -> dict of numpy
-/// columns; pcaps is a list of (spec, bytes); wall_s is the simulation's wall time
-/// (kept out of the result, which is the same bytes for the same scenario and seed).
+/// columns; pcaps is a list of (spec, bytes); wall_s is the simulation's wall time (kept
+/// out of the result, which is the same bytes for the same scenario and seed). `progress`, if given, is called as
+/// `progress(simulated_ns, duration_ns)` about every `progress_every` seconds of wall
+/// time while the run goes on. Ctrl-C stops the run and raises `KeyboardInterrupt`.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None))]
+#[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None,
+                    *, progress=None, progress_every=0.5))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     scenario_json: &str,
     seed: Option<u64>,
     trace_all: bool,
-    trace_flows: Option<Vec<usize>>,
+    trace_flows: Option<Vec<u64>>,
     pcap: Option<Vec<String>>,
+    progress: Option<PyObject>,
+    progress_every: f64,
 ) -> PyResult<RunReturn> {
+    let sc = longpipe_core::scenario::parse_json(scenario_json)
+        .and_then(|s| s.validate())
+        .map_err(to_py_err)?;
+    let n_flows = sc.flows.len();
     let trace = if trace_all {
         TraceSel::All
     } else {
-        trace_flows.map(TraceSel::Flows).unwrap_or_default()
+        match trace_flows {
+            None => TraceSel::None,
+            Some(ids) => {
+                let mut v = Vec::with_capacity(ids.len());
+                for id in ids {
+                    match usize::try_from(id) {
+                        Ok(i) if i < n_flows => v.push(i),
+                        _ => {
+                            return Err(ScenarioError::new_err((
+                                "timeseries".to_string(),
+                                format!(
+                                    "no flow {id}: the scenario has {n_flows} flow(s), ids 0 to {}",
+                                    n_flows.saturating_sub(1)
+                                ),
+                            )))
+                        }
+                    }
+                }
+                TraceSel::Flows(v)
+            }
+        }
     };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let reached = Arc::new(AtomicU64::new(0));
     let opts = RunOptions {
         seed,
         trace,
         pcap: pcap.unwrap_or_default(),
-        ..Default::default()
+        cancel: Some(cancel.clone()),
+        progress: Some(reached.clone()),
     };
-    let text = scenario_json.to_owned();
-    let (out, wall) = py.allow_threads(move || {
-        let t0 = Instant::now();
-        let r = longpipe_core::run_json(&text, &opts);
-        (r, t0.elapsed().as_secs_f64())
-    });
+    let total_ns = sc.duration.0;
+    let (tx, rx) = mpsc::channel::<SimDone>();
+    // A Mutex makes the receiver Sync, so the GIL-free closures can borrow it.
+    let rx = Mutex::new(rx);
+    let wait = |d: Duration| {
+        rx.lock()
+            .map_err(|_| RecvTimeoutError::Disconnected)?
+            .recv_timeout(d)
+    };
+    std::thread::Builder::new()
+        .name("longpipe-sim".into())
+        .spawn(move || {
+            let t0 = Instant::now();
+            let r = longpipe_core::run_valid(&sc, &opts);
+            let _ = tx.send((r, t0.elapsed().as_secs_f64()));
+        })
+        .map_err(|e| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
+        })?;
+    let every = if progress_every.is_finite() && progress_every > 0.0 {
+        Duration::from_secs_f64(progress_every.min(3600.0))
+    } else {
+        Duration::from_millis(500)
+    };
+    let mut next_progress = Instant::now() + every;
+    let (out, wall) = loop {
+        match py.allow_threads(|| wait(SLICE)) {
+            Ok(done) => break done,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "the simulation thread ended without a result (a panic in the core: please report)",
+                ))
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let stop = py.check_signals().err().or_else(|| {
+            let cb = progress.as_ref()?;
+            if Instant::now() < next_progress {
+                return None;
+            }
+            next_progress = Instant::now() + every;
+            cb.call1(py, (reached.load(Ordering::Relaxed), total_ns))
+                .err()
+        });
+        if let Some(e) = stop {
+            // Ctrl-C (or an exception from the progress callback): stop the run and
+            // give up its output.
+            cancel.store(true, Ordering::Relaxed);
+            let _ = py.allow_threads(|| wait(CANCEL_GRACE));
+            return Err(e);
+        }
+    };
     let out = out.map_err(to_py_err)?;
+    if out.interrupted {
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            "simulation interrupted",
+        ));
+    }
     let json = out.result.to_json();
     let traces = PyDict::new_bound(py);
     for (id, t) in out.traces {
@@ -86,12 +190,16 @@ fn run(
 }
 
 /// Parses and validates a scenario without running it; raises ScenarioError.
+/// Returns a summary: {"flows": number of flows after `count`, "duration_ns": ...}.
 #[pyfunction]
-fn validate(scenario_json: &str) -> PyResult<()> {
-    longpipe_core::scenario::parse_json(scenario_json)
+fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
+    let sc = longpipe_core::scenario::parse_json(scenario_json)
         .and_then(|s| s.validate())
         .map_err(to_py_err)?;
-    Ok(())
+    let d = PyDict::new_bound(py);
+    d.set_item("flows", sc.flows.len())?;
+    d.set_item("duration_ns", sc.duration.0)?;
+    Ok(d.into_any().unbind())
 }
 
 /// The scenario JSON Schema.

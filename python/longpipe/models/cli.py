@@ -83,17 +83,40 @@ def evaluate(name: str, rtt: float, p: float, wmax: float = math.inf, b: float =
             from .hybla import hybla_model
 
             m = hybla_model(rtt, p, wmax, rtt0, mss=mss)
-            return {"throughput_pps": m.throughput_pps, "throughput_bps": m.throughput_bps, "regime": m.regime,
-                    "W": m.W, "rho": m.rho, "X": m.X, "method": m.method, "iterations": m.iterations}
+            return _finite({"throughput_pps": m.throughput_pps, "throughput_bps": m.throughput_bps,
+                            "regime": m.regime, "W": m.W, "rho": m.rho, "X": m.X, "method": m.method,
+                            "iterations": m.iterations})
         r = reno_model(name, rtt, p, b, t0, wmax, mss)
-        return {"throughput_pps": r.throughput_pps, "throughput_bps": r.throughput_bps, "regime": r.regime,
-                "W": r.W}
+        return _finite({"throughput_pps": r.throughput_pps, "throughput_bps": r.throughput_bps,
+                        "regime": r.regime, "W": r.W})
     except ValueError as e:
         raise _option_error(e) from None
+    except ArithmeticError as e:  # overflow / division by zero deep in a formula
+        raise ModelUsageError(f"--rtt/--p: these inputs are outside the range the {name} model can be evaluated "
+                              f"in floating point ({type(e).__name__}); try less extreme values") from None
+
+
+def _finite(r: dict[str, Any]) -> dict[str, Any]:
+    bad = [k for k, v in r.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise ModelUsageError(f"--rtt/--p: the model's {bad[0]} is not finite for these inputs ({r[bad[0]]}); "
+                              "try less extreme values")
+    return r
+
+
+#: Command-line ranges (beyond them the formulas overflow or lose all precision).
+SECONDS_RANGE = (1e-6, 1e6)
+MSS_RANGE = (1.0, 1e9)
 
 
 def _check(args: argparse.Namespace) -> None:
     # Everything the chosen model does not itself validate; names as on the command line.
+    lo, hi = SECONDS_RANGE
+    for opt, v in (("--rtt", args.rtt), ("--t0", args.t0), ("--rtt0", args.rtt0)):
+        if math.isfinite(v) and v > 0 and not lo <= v <= hi:
+            raise ModelUsageError(f"{opt}: must be between {lo:g} and {hi:g} seconds, got {v!r}")
+    if math.isfinite(args.mss) and args.mss > 0 and not MSS_RANGE[0] <= args.mss <= MSS_RANGE[1]:
+        raise ModelUsageError(f"--mss: must be between {MSS_RANGE[0]:g} and {MSS_RANGE[1]:g} bytes, got {args.mss!r}")
     for opt, v in (("--b", args.b), ("--t0", args.t0)):
         if not math.isfinite(v):
             raise ModelUsageError(f"{opt}: must be finite, got {v!r}")
@@ -108,6 +131,10 @@ def _check(args: argparse.Namespace) -> None:
     if args.plot is not None:
         if not args.plot:
             raise ModelUsageError("--plot: needs a file name")
+        if Path(args.plot).suffix.lower() != ".png":
+            raise ModelUsageError(f"--plot: writes a PNG; give a file name ending in .png, got {args.plot!r}")
+        if Path(args.plot).is_dir():
+            raise ModelUsageError(f"--plot: {args.plot} is a directory; expected a file name ending in .png")
         if not (0 < args.p_min < args.p_max <= 1):
             raise ModelUsageError(f"--p-min/--p-max: need 0 < p-min < p-max <= 1, got {args.p_min!r}, {args.p_max!r}")
 

@@ -21,7 +21,7 @@ def register_args(c: argparse.ArgumentParser) -> None:
                    help="compare the values of any scenario key, e.g. flow.sack=false,true (grid syntax as for "
                    "sweep; repeat for every combination)")
     c.add_argument("--flow", type=int, default=0, help="flow to report and plot (default 0)")
-    c.add_argument("--seed", type=int, help="override the scenario's seed (first seed with --seeds N)")
+    c.add_argument("--seed", metavar="N", help="override the scenario's seed, 0 to 2^64-1 (first seed with --seeds N)")
     c.add_argument("--seeds", metavar="N", help="runs per variant: N seeds, A..B or a list; prints mean ± 95%% CI")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key for every variant")
     c.add_argument("--plot", metavar="PNG", help="write a PNG of goodput and cwnd over time (first seed)")
@@ -33,6 +33,7 @@ def register_args(c: argparse.ArgumentParser) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from .. import api
     from ..api import ScenarioError
     from ..cli import _overrides
     from ..report import table
@@ -50,6 +51,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for spec in grid:  # the syntax first, so an error names --vary
         parse_axis(spec)
     ov = _overrides(args.set)
+    n_flows = api.validate(args.scenario, ov)["flows"]
+    if args.flow >= n_flows:  # before anything runs
+        raise ScenarioError(None, "--flow", f"no flow {args.flow}; the scenario has {n_flows} flow(s), ids 0 to "
+                            f"{n_flows - 1}" if n_flows else "the scenario has no flows")
     _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov)
     oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
     results = [json.loads(r["result"]) for r in oc.rows]
