@@ -106,7 +106,7 @@ def _seeds_arg(args: argparse.Namespace) -> Any:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..cli import _overrides
+    from ..options import overrides as _overrides
     from .api import describe, plan, sweep
     from .store import digest
 
@@ -240,7 +240,7 @@ def flow_stats(results: list[dict[str, Any]], flow: int) -> dict[str, Any]:
 def run_seeds(args: argparse.Namespace) -> int:
     """``longpipe run SCENARIO --seeds N``: N runs, mean ± 95 % CI per flow."""
     from ..api import ScenarioError
-    from ..cli import _overrides
+    from ..options import overrides as _overrides
     from ..report import table
     from .api import plan
     from .engine import run_tasks

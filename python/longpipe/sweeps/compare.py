@@ -35,7 +35,7 @@ def register_args(c: argparse.ArgumentParser) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .. import api
     from ..api import ScenarioError
-    from ..cli import _overrides
+    from ..options import overrides as _overrides
     from ..report import table
     from .api import plan
     from .engine import run_tasks

@@ -179,6 +179,7 @@ impl<'a> Sim<'a> {
                 Side::Sender(Box::new(Sender::new(
                     f.tcp.sender.clone(),
                     f.tcp.cc.build(),
+                    f.tcp.recovery,
                     trace,
                 ))),
                 Addrs {

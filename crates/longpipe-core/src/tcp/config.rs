@@ -190,6 +190,7 @@ pub struct FlowSpec {
 pub struct TcpConfig {
     pub tcp: TcpKind,
     pub cc: CcConfig,
+    pub recovery: RecoveryKind,
     pub sender: SenderConfig,
     pub receiver: ReceiverConfig,
     pub start: SimTime,
@@ -271,6 +272,9 @@ impl FlowSpec {
         Ok(TcpConfig {
             tcp: self.tcp,
             cc,
+            recovery: self
+                .tcp
+                .recovery(self.partial_ack_timer.unwrap_or_default()),
             sender: SenderConfig {
                 mss,
                 iw_bytes,
@@ -278,9 +282,6 @@ impl FlowSpec {
                 min_rto,
                 max_rto,
                 app_bytes,
-                recovery: self
-                    .tcp
-                    .recovery(self.partial_ack_timer.unwrap_or_default()),
                 sack_permitted: self.sack,
                 initial_ssthresh: self.ssthresh.map(|s| s as u64 * mss as u64),
                 limited_transmit: self.limited_transmit,

@@ -11,7 +11,7 @@
 //! recovery do). The two plug-ins never see each other; both act on [`Tx`].
 
 use super::cc::{CaState, CcState, CongestionControl};
-use super::recovery::{Recovery, DUP_THRESH};
+use super::recovery::{Recovery, RecoveryKind, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
@@ -23,15 +23,24 @@ pub use super::tx::{SenderConfig, SenderCounters, SenderState, Tx, OWN_WINDOW};
 pub struct Sender {
     pub tx: Tx,
     cc: Box<dyn CongestionControl>,
+    /// The configured scheme, and the one in use (chosen once SACK is negotiated).
+    recovery_kind: RecoveryKind,
     recovery: Box<dyn Recovery>,
 }
 
 impl Sender {
-    pub fn new(cfg: SenderConfig, cc: Box<dyn CongestionControl>, trace: bool) -> Self {
+    /// A sender with congestion control `cc` and loss recovery `recovery` (the RFC 6675
+    /// scheme replaces Reno's and NewReno's if the handshake negotiates SACK).
+    pub fn new(
+        cfg: SenderConfig,
+        cc: Box<dyn CongestionControl>,
+        recovery_kind: RecoveryKind,
+        trace: bool,
+    ) -> Self {
         let mss = cfg.mss as u64;
         let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
         // The scheme without SACK until the handshake tells whether SACK is on.
-        let recovery = cfg.recovery.build(false);
+        let recovery = recovery_kind.build(false);
         Sender {
             tx: Tx {
                 fin_seq: cfg.app_bytes.map(|b| b + 1),
@@ -71,19 +80,25 @@ impl Sender {
                 trace: trace.then(FlowTrace::default),
             },
             cc,
+            recovery_kind,
             recovery,
         }
     }
 
     /// A streaming sender: data arrives through [`Sender::push_data`] and ends with
     /// [`Sender::close`].
-    pub fn new_streaming(cfg: SenderConfig, cc: Box<dyn CongestionControl>) -> Self {
+    pub fn new_streaming(
+        cfg: SenderConfig,
+        cc: Box<dyn CongestionControl>,
+        recovery: RecoveryKind,
+    ) -> Self {
         let mut s = Sender::new(
             SenderConfig {
                 app_bytes: None,
                 ..cfg
             },
             cc,
+            recovery,
             false,
         );
         s.tx.avail_end = 1;
@@ -186,7 +201,7 @@ impl Sender {
         tx.peer_rcv_nxt = seg.seq + 1;
         tx.peer_wnd = seg.wnd;
         tx.sack_ok = tx.cfg.sack_permitted && seg.syn_opts.is_some_and(|o| o.2);
-        self.recovery = tx.cfg.recovery.build(tx.sack_ok);
+        self.recovery = self.recovery_kind.build(tx.sack_ok);
         if !tx.syn_retx {
             tx.take_sample(now - tx.syn_sent_at);
         }
@@ -356,14 +371,18 @@ mod tests {
             min_rto: SimDuration::from_secs(1),
             max_rto: SimDuration::from_secs(60),
             app_bytes: Some(10_000),
-            recovery: RecoveryKind::NewReno {
-                partial_ack_timer_every: false,
-            },
             sack_permitted: false,
             initial_ssthresh: None,
             limited_transmit: false,
         };
-        Sender::new(cfg, Box::new(Reno), false)
+        Sender::new(
+            cfg,
+            Box::new(Reno),
+            RecoveryKind::NewReno {
+                partial_ack_timer_every: false,
+            },
+            false,
+        )
     }
 
     fn ack(ack: u64, wnd: u64) -> Seg {

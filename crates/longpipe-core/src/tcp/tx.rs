@@ -6,7 +6,6 @@
 //! orchestrates.
 
 use super::cc::{CaState, CcState, CongestionControl};
-use super::recovery::RecoveryKind;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
@@ -22,7 +21,6 @@ pub struct SenderConfig {
     pub max_rto: SimDuration,
     /// Bytes to send; None = unlimited.
     pub app_bytes: Option<u64>,
-    pub recovery: RecoveryKind,
     pub sack_permitted: bool,
     /// Initial ssthresh in bytes; None = arbitrarily high (RFC 5681 §3.1).
     pub initial_ssthresh: Option<u64>,

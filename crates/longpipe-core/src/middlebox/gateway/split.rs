@@ -61,12 +61,12 @@ impl SplitConn {
                 min_rto: cfg.min_rto,
                 max_rto: SimDuration::from_secs(60),
                 app_bytes: None,
-                recovery: split.tcp.recovery(PartialAckTimer::First),
                 sack_permitted: split.sack,
                 initial_ssthresh: None,
                 limited_transmit: false,
             },
             split.cc.build(),
+            split.tcp.recovery(PartialAckTimer::First),
         );
         let to_server = Endpoint::new(
             Side::Receiver(Box::new(rx)),

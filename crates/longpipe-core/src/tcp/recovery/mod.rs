@@ -21,7 +21,7 @@ pub mod tahoe;
 
 use super::cc::CongestionControl;
 use super::seg::Seg;
-use super::sender::Tx;
+use super::tx::Tx;
 
 /// RFC 5681 / 6582 / 6675 DupThresh.
 pub const DUP_THRESH: u32 = 3;

@@ -10,7 +10,7 @@ use super::reno::{fast_retransmit, inflate};
 use super::{Recovery, DUP_THRESH};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::seg::Seg;
-use crate::tcp::sender::Tx;
+use crate::tcp::tx::Tx;
 
 pub struct NewReno {
     partial_ack_timer_every: bool,

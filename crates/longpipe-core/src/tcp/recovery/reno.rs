@@ -7,7 +7,7 @@
 use super::{Recovery, DUP_THRESH};
 use crate::tcp::cc::{CaState, CongestionControl};
 use crate::tcp::seg::Seg;
-use crate::tcp::sender::Tx;
+use crate::tcp::tx::Tx;
 
 pub struct Reno;
 

@@ -12,7 +12,7 @@ use super::{Recovery, DUP_THRESH};
 use crate::tcp::cc::{CaState, CongestionControl};
 use crate::tcp::sack::Next;
 use crate::tcp::seg::Seg;
-use crate::tcp::sender::Tx;
+use crate::tcp::tx::Tx;
 
 #[derive(Default)]
 pub struct Sack {

@@ -6,7 +6,7 @@
 use super::{Recovery, DUP_THRESH};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::seg::Seg;
-use crate::tcp::sender::Tx;
+use crate::tcp::tx::Tx;
 
 pub struct Tahoe;
 
