@@ -95,7 +95,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = _Progress(args.quiet)
     try:
         res = api.run(args.scenario, seed=args.seed, timeseries=args.timeseries, pcap=names,
-                      overrides=_overrides(args.set), progress=progress if progress.enabled else None)
+                      overrides=_overrides(args.set), progress=progress if progress.enabled else None,
+                      force=args.force)
     finally:
         progress.clear()
     text = res.to_json()

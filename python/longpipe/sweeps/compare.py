@@ -55,7 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.flow >= n_flows:  # before anything runs
         raise ScenarioError(None, "--flow", f"no flow {args.flow}; the scenario has {n_flows} flow(s), ids 0 to "
                             f"{n_flows - 1}" if n_flows else "the scenario has no flows")
-    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov)
+    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False))
     oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
     results = [json.loads(r["result"]) for r in oc.rows]
     n_flows = len(results[0]["flows"])

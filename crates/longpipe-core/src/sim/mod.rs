@@ -5,6 +5,7 @@
 //!
 //! Adding an element kind: its module, one line in [`registry`], its construction here.
 
+pub mod estimate;
 pub mod registry;
 
 use crate::element::{ElemId, PortId};
@@ -57,7 +58,14 @@ pub struct RunOptions {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Simulated time reached so far, in ns, for progress reports from another thread.
     pub progress: Option<Arc<AtomicU64>>,
+    /// Refuse (before building anything) a run estimated above this many events
+    /// ([`estimate::estimate`]); None runs anything.
+    pub max_events: Option<f64>,
 }
+
+/// The default work limit: about three minutes of simulation on one core of this
+/// project's machine (docs/limits.md).
+pub const DEFAULT_MAX_EVENTS: f64 = 1e9;
 
 pub struct RunOutput {
     pub result: SimResult,
@@ -331,14 +339,15 @@ impl<'a> Sim<'a> {
 
     pub fn run(mut self, opts: &RunOptions) -> RunOutput {
         let (warmup, end) = (self.sc.warmup, self.sc.duration);
-        // The measured interval opens before the first event at `warmup`.
+        // The measured interval is [warmup, end): it opens before the first event at
+        // `warmup` and closes before the first event at `end` (which is not run).
         let mut done = true;
         if warmup > SimTime::ZERO {
             done = self.run_to(SimTime(warmup.0 - 1), opts);
         }
         let base = self.snapshot(warmup);
         if done {
-            done = self.run_to(end, opts);
+            done = self.run_to(SimTime(end.0 - 1), opts);
         }
         let delta: Vec<ElemMetrics> = self
             .snapshot(end)
@@ -404,7 +413,7 @@ impl<'a> Sim<'a> {
                 ElemMetrics::Rlc(c) => {
                     let ppt = c.pdus_per_tti.0;
                     (
-                        c.utilization(ppt),
+                        c.utilization(),
                         LinkCounters {
                             packets: c.sdus_in,
                             bytes: 0,
@@ -492,5 +501,42 @@ impl<'a> Sim<'a> {
             pcaps,
             interrupted: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::parse_json;
+
+    #[test]
+    fn parallel_links_draw_from_their_own_loss_streams() {
+        let sc = parse_json(
+            r#"{"duration":"1s","link":[
+                {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"},
+                {"a":"y","b":"z","rate":"1Mbps","delay":"1ms"},
+                {"a":"y","b":"x","rate":"1Mbps","delay":"1ms"},
+                {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"}]}"#,
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+        let (x, y, z) = (0, 1, 2);
+        let names = [
+            loss_stream(&sc, 0, x, y),
+            loss_stream(&sc, 1, y, z),
+            loss_stream(&sc, 2, y, x),
+            loss_stream(&sc, 3, x, y),
+        ];
+        // The first link between two nodes keeps the historical name (results of
+        // existing scenarios do not move); later parallel ones are numbered.
+        assert_eq!(names[0], "link/x->y/loss");
+        assert_eq!(names[1], "link/y->z/loss");
+        assert_eq!(names[2], "link/y->x#2/loss");
+        assert_eq!(names[3], "link/x->y#3/loss");
+        let mut uniq = names.to_vec();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), 4);
     }
 }
