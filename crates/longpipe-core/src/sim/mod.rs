@@ -93,8 +93,9 @@ fn ports(flow: usize) -> (u16, u16) {
 
 /// The name of link direction `d` of link `li`'s loss stream: stable under adding
 /// flows or other links; a second parallel link between the same two nodes gets a
-/// suffix, so parallel links never share losses.
-fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
+/// suffix, so parallel links never share losses. The live emulator names its streams
+/// with it too, so that an emulated link loses what the simulated one would.
+pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
     let l = &sc.links[li];
     let same = sc.links[..li]
         .iter()
