@@ -224,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweeps_cli.add_exec_args(rp)
     rp.set_defaults(func=cmd_reproduce)
     sweeps_cli.register(sub)
+    from . import emu
+
+    emu.register(sub)
 
     try:
         from .models import cli as models_cli
