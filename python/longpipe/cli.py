@@ -240,7 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    from .emu import split_command
+
+    argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if command is not None:
+        args.cmd = command
     try:
         return int(args.func(args) or 0)
     except ScenarioError as e:

@@ -80,7 +80,6 @@ def register(sub: Any) -> None:
                        "namespace (-- CMD). 'longpipe emu cleanup' removes what a crashed run left; "
                        "'longpipe emu --selftest' measures the emulator's accuracy and speed.")
     e.add_argument("scenario", nargs="?", help="scenario file (TOML or JSON), or 'cleanup'")
-    e.add_argument("cmd", nargs="*", help="after --: the command to run in the client's namespace")
     e.add_argument("--flows", action="store_true", help="run the scenario's flows with real sockets")
     e.add_argument("--json", action="store_true", help="print the result as one JSON document")
     e.add_argument("--seed", metavar="N", help="override the scenario's seed (loss streams)")
@@ -95,7 +94,16 @@ def register(sub: Any) -> None:
     e.add_argument("--user", help="user for the ferry and the commands (default: the sudo user, else nobody)")
     e.add_argument("--selftest", action="store_true", help="measure delay, rate and loss accuracy and speed")
     e.add_argument("--quick", action="store_true", help="with --selftest: fewer probes, fewer rates")
-    e.set_defaults(func=cmd_emu)
+    e.set_defaults(func=cmd_emu, cmd=[])
+
+
+def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``longpipe emu ... -- CMD ARGS``: the arguments before ``--`` and the command after
+    it (argparse cannot mix optional arguments with a trailing command)."""
+    if argv[:1] == ["emu"] and "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, None
 
 
 def cmd_emu(args: argparse.Namespace) -> int:
