@@ -141,7 +141,7 @@ def _start(tmp_path):
 
 def test_sigterm_tears_down(tmp_path):
     before = set(our_namespaces())
-    exe, proc = _start(tmp_path)
+    _, proc = _start(tmp_path)
     try:
         assert set(our_namespaces()) - before, "running"
         proc.send_signal(signal.SIGTERM)
@@ -158,7 +158,7 @@ def test_cleanup_after_a_crash_removes_only_its_own(tmp_path):
     before = set(our_namespaces())
     subprocess.run(["ip", "netns", "add", "lpemu-notours"], check=True)  # marked but unrecorded
     try:
-        exe, proc = _start(tmp_path)
+        _, proc = _start(tmp_path)
         mine = set(our_namespaces()) - before - {"lpemu-notours"}
         assert len(mine) == 2
         proc.kill()  # SIGKILL: no teardown

@@ -58,8 +58,8 @@ def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scen
             cmd += ["--seed", str(seed)]
         if cc:
             cmd += ["--cc", cc]
-        for spec, p in (pcaps or {}).items():
-            cmd += ["--pcap", f"{spec}={p}"]
+        for spec, path in (pcaps or {}).items():
+            cmd += ["--pcap", f"{spec}={path}"]
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
         if p.returncode == 2:
             raise UsageError(p.stderr.strip().removeprefix("error: "))
@@ -150,8 +150,8 @@ def cmd_emu(args: argparse.Namespace) -> int:
                     cmd += [k, str(v)]
             for s in args.spawn or []:
                 cmd += ["--spawn", s]
-            for spec, p in tmp.items():
-                cmd += ["--pcap", f"{spec}={p}"]
+            for spec, path in tmp.items():
+                cmd += ["--pcap", f"{spec}={path}"]
             rc = subprocess.call([*cmd, "--", *args.cmd])
             if not res_path.exists():
                 return rc

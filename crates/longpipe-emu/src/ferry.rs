@@ -39,7 +39,8 @@ use std::io;
 /// Most packets read from one port before the others get a turn.
 pub const BATCH: usize = 64;
 
-/// A link direction of the emulator.
+/// A link direction of the emulator (a handful per run: the common kind unboxed).
+#[allow(clippy::large_enum_variant)]
 pub enum Elem {
     Link(LinkDirection<Pkt>),
     Rlc(Box<RlcLink<Pkt>>),

@@ -157,7 +157,7 @@ fn parse_run(a: &[String]) -> Result<RunArgs, String> {
     if r.source.is_empty() {
         r.source = r.scenario.display().to_string();
     }
-    if r.flows == !r.cmd.is_empty() {
+    if r.flows != r.cmd.is_empty() {
         return Err("run: give either --flows or -- COMMAND".into());
     }
     if r.flows && (r.node.is_some() || !r.spawns.is_empty()) {

@@ -3,13 +3,14 @@
 //! 1. *Engine*: the ferry's own cost per packet (fake devices, a clock that moves at the
 //!    link's pace): 1500 B packets through a 1 Gbit/s link direction, on one core.
 //! 2. *Delay*: UDP probes (100 B, 1 per ms) from namespace `a` to `b` over a 10 Mbit/s,
-//!    10 ms link; one-way delay measured by the application (send and receive times
-//!    from CLOCK_MONOTONIC in this process) minus the configured delay and the
-//!    transmission time: the error as an application sees it, kernel paths included.
+//!    10 ms link; one-way delay from the send time (CLOCK_REALTIME just before `send`)
+//!    to the kernel's arrival timestamp at the receiver (SO_TIMESTAMPNS), minus the
+//!    configured delay and the transmission time: the sender's and receiver's kernel
+//!    paths included, the receiving thread's wake-up not.
 //!    The ferry's own lateness (write time − due time) is reported beside it.
 //! 3. *Rate*: 1500 B UDP datagrams offered at 1.1 × the link rate for each rate from
 //!    1 Mbit/s to 1 Gbit/s; the rate at the receiver (IPv4 bytes between the first
-//!    and last arrival) against the configured one.
+//!    and last kernel arrival timestamps) against the configured one.
 //! 4. *Loss*: 20,000 probes through a Bernoulli p = 1 % link; the observed loss
 //!    against the 99.9 % binomial interval (and the ferry's count, which is the
 //!    simulator's seeded stream).
@@ -127,6 +128,8 @@ impl Rig {
         let rx = mk(1, 9001)?;
         tx.connect("10.0.0.2:9001")?;
         rx.set_read_timeout(Some(Duration::from_millis(200)))?;
+        // arrival times from the kernel, not from a receiver thread's wake-up
+        sys::setsockopt_int(&rx, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
         let stop = Arc::new(AtomicBool::new(false));
         let tuns = std::mem::take(&mut setup.tuns);
         let mut io = TunIo::new(tuns, None)?;
@@ -136,6 +139,8 @@ impl Rig {
         let t0 = Instant::now();
         let ferry = thread::spawn(move || {
             let _ = sys::set_timer_slack(1);
+            // as `longpipe emu` runs it: the ferry's thread real-time (we are root here)
+            let _ = sys::set_fifo(0, 10);
             let clock = MonoClock(t0);
             let _ = f.run(&mut io, &clock, 0, None);
             let st = f.stats.clone();
@@ -168,13 +173,14 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-/// Receives until `n` packets or a quiet period; (receive time, bytes) per packet.
+/// Receives until `n` packets or a quiet period; (kernel arrival time, CLOCK_REALTIME
+/// ns, and the bytes) per packet.
 fn receive(rig: &Rig, n: usize) -> Vec<(u64, Vec<u8>)> {
     let mut got = Vec::with_capacity(n);
     let mut b = vec![0u8; 2048];
     while got.len() < n {
-        match rig.rx.recv(&mut b) {
-            Ok(k) => got.push((rig.now(), b[..k].to_vec())),
+        match sys::recv_timestamped(&rig.rx, &mut b) {
+            Ok((k, ts)) => got.push((ts, b[..k].to_vec())),
             Err(_) => break,
         }
     }
@@ -199,8 +205,7 @@ pub fn delay(n: usize) -> io::Result<DelayResult> {
         let mut p = vec![0u8; 72]; // + 28 B of headers = 100 B
         let start = rig.now();
         for i in 0..n {
-            let t = rig.now();
-            p[..8].copy_from_slice(&t.to_le_bytes());
+            p[..8].copy_from_slice(&sys::realtime_ns().to_le_bytes());
             let _ = rig.tx.send(&p);
             let next = start + (i as u64 + 1) * 1_000_000;
             let now = rig.now();

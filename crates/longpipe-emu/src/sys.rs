@@ -314,3 +314,44 @@ pub fn set_fifo(tid: i32, prio: i32) -> io::Result<()> {
     check(unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &p) })?;
     Ok(())
 }
+
+/// Receives one datagram with its kernel arrival time (SO_TIMESTAMPNS must be on):
+/// (bytes, CLOCK_REALTIME ns, or 0 if the kernel gave none).
+pub fn recv_timestamped(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, u64)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 16]; // 128 bytes, 8-aligned, room for one timespec cmsg
+                               // SAFETY: a zeroed msghdr is valid; its pointers go to `iov` and `cbuf`, which
+                               // outlive the call; the kernel writes within the given lengths.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+        let n = libc::recvmsg(fd.as_raw_fd(), &mut msg, 0);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut ts = 0u64;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
+                let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                ts = t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        Ok((n as usize, ts))
+    }
+}
+
+/// CLOCK_REALTIME in ns (the clock of kernel receive timestamps).
+pub fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
