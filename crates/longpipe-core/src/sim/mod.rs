@@ -15,17 +15,15 @@ use crate::l2::Layer2Config;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway};
 use crate::net::capture::{Capture, COPY, INLINE};
-use crate::net::link::{LinkCounters, LinkDirection, OUT, TAP};
+use crate::net::link::{LinkDirection, OUT, TAP};
 use crate::net::loss::LossState;
 use crate::net::node::Forwarder;
 use crate::net::packet::node_addr;
 use crate::net::routing::Routes;
-use crate::results::{
-    FlowResult, GatewayResult, L2Report, LinkResult, NodeResult, SimResult, SimStats,
-};
+use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
 use crate::scenario::{ScenarioError, ValidScenario};
-use crate::stats::{Peak, Since};
+use crate::stats::Since;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side, TcpElement, TcpMetrics};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::Sender;
@@ -76,16 +74,6 @@ pub struct RunOutput {
     pub interrupted: bool,
 }
 
-/// "forward" for a link's a->b direction (even index), "reverse" for b->a.
-fn direction(i: usize) -> String {
-    if i.is_multiple_of(2) {
-        "forward"
-    } else {
-        "reverse"
-    }
-    .to_string()
-}
-
 /// A flow's initial sequence numbers: stable per flow and side.
 fn isn(flow: usize, rx: bool) -> u32 {
     stable_hash(&format!("isn/{flow}/{}", if rx { "rx" } else { "tx" })) as u32
@@ -101,8 +89,9 @@ fn ports(flow: usize) -> (u16, u16) {
 
 /// The name of link direction `d` of link `li`'s loss stream: stable under adding
 /// flows or other links; a second parallel link between the same two nodes gets a
-/// suffix, so parallel links never share losses.
-fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
+/// suffix, so parallel links never share losses. The live emulator names its streams
+/// with it too, so that an emulated link loses what the simulated one would.
+pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
     let l = &sc.links[li];
     let same = sc.links[..li]
         .iter()
@@ -400,40 +389,11 @@ impl<'a> Sim<'a> {
         for (i, &id) in self.dirs.iter().enumerate() {
             let l = &sc.links[i / 2];
             let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
-            let (utilization, counters, l2) = match &delta[id as usize] {
-                ElemMetrics::Link(c) => (
-                    if measured > 0.0 {
-                        c.busy_ns as f64 * 1e-9 / measured
-                    } else {
-                        0.0
-                    },
-                    c.clone(),
-                    None,
-                ),
-                ElemMetrics::Rlc(c) => {
-                    let ppt = c.pdus_per_tti.0;
-                    (
-                        c.utilization(),
-                        LinkCounters {
-                            packets: c.sdus_in,
-                            bytes: 0,
-                            drops_queue: c.sdus_dropped_queue,
-                            drops_loss: c.sdus_discarded,
-                            max_queue: Peak(0),
-                            busy_ns: 0,
-                        },
-                        Some(L2Report::RlcAm(c.report(ppt))),
-                    )
-                }
+            let (a, b) = (sc.nodes[from].name.clone(), sc.nodes[to].name.clone());
+            links.push(match &delta[id as usize] {
+                ElemMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured),
+                ElemMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
                 _ => unreachable!("a link direction"),
-            };
-            links.push(LinkResult {
-                a: sc.nodes[from].name.clone(),
-                b: sc.nodes[to].name.clone(),
-                dir: direction(i),
-                utilization,
-                counters,
-                l2,
             });
         }
         let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
