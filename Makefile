@@ -7,7 +7,7 @@ PIP := $(VENV)/bin/pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: demo test bench lint setup system-deps build clean fuzz
+.PHONY: demo test bench lint setup system-deps build clean fuzz mutants
 
 system-deps: ## tshark (pcap checks), iproute2 (longpipe emu); apt-get only when one is missing
 	@missing=""; \
@@ -73,6 +73,11 @@ bench: setup ## speed figures for BENCHMARKS.md
 	$(PY) benches/cli_startup.py
 	@if [ "$$(id -u)" = 0 ]; then target/release/longpipe-emu selftest; \
 	else echo "longpipe emu --selftest needs root: skipped"; fi
+
+MUTANTS_FILES ?= crates/longpipe-core/src/tcp/**/*.rs
+mutants: ## mutation testing of tcp/ (cargo-mutants; hours): survivors in mutants.out/missed.txt
+	command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
+	cargo mutants -p longpipe-core --profile mutants -f '$(MUTANTS_FILES)' --timeout 300 -j 1
 
 lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
 	$(VENV)/bin/ruff check python tests benches examples
