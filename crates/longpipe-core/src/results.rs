@@ -7,8 +7,9 @@
 
 use crate::l2::rlc::RlcReport;
 use crate::middlebox::gateway::GatewayCounters;
-use crate::net::link::LinkCounters;
+use crate::net::link::{ClassCounters, LinkCounters};
 use crate::tcp::sender::SenderCounters;
+use crate::tcp::tx::ExtraCounters;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -26,6 +27,10 @@ pub struct FlowResult {
     /// fast-recovery episodes, at or after warmup.
     #[serde(flatten)]
     pub sender: SenderCounters,
+    /// probe_segments, probe_acks, ecn_reductions: only for flows that send
+    /// low-priority probes or use ECN.
+    #[serde(flatten)]
+    pub extra: Option<ExtraCounters>,
     /// From the flow's start (SYN) to the delivery of its last byte; null if unfinished.
     pub completion_time_s: Option<f64>,
     /// Mean of the sender's RTT samples (Karn-valid), null if none.
@@ -46,6 +51,11 @@ pub struct LinkResult {
     /// packets, bytes, drops_queue, drops_loss, max_queue_packets.
     #[serde(flatten)]
     pub counters: LinkCounters,
+    /// packets_low, drops_queue_low, drops_loss_low, drops_aqm, marks_ecn: only when
+    /// the scenario has a queue other than drop-tail, or a flow that sends
+    /// low-priority segments or uses ECN (so that other results keep their fields).
+    #[serde(flatten)]
+    pub classes: Option<ClassCounters>,
     /// Link-layer counters when the direction has a `layer2` (then `packets` counts SDUs
     /// accepted, `drops_queue` SDU-buffer overflows, `drops_loss` SDUs discarded after
     /// MaxDAT, and `utilization` the share of PDU slots used).
