@@ -39,8 +39,11 @@
 //!   carrying the holes. In congestion avoidance it keeps probing: `ca_probes`
 //!   supplements per smoothed RTT, with new data.
 //!
-//! After a retransmission timeout the start phase runs again (`restart_after_rto`),
-//! keeping RFC 5681's halved ssthresh for data ACKs.
+//! The start phase probes for the receiver's window as advertised when it begins: at
+//! connection start the SYN-ACK's unscaled window (at most 64 KiB); once a larger
+//! (scaled) window is advertised, the difference is probed for the same way. After a
+//! retransmission timeout the start phase runs again (`restart_after_rto`), keeping
+//! RFC 5681's halved ssthresh for data ACKs.
 
 use super::{Recovery, DUP_THRESH};
 use crate::element::Class;
@@ -168,8 +171,14 @@ pub struct Peach {
     nil_hi: u64,
     /// Where the next NIL copy of unacknowledged data is looked for (cycling).
     nil_next: u64,
+    /// The receiver's window (segments) the last start phase probed for; 0 when no
+    /// start phase is to be extended (after a recovery episode).
+    probed_rwnd: u64,
     /// No SACK: after a partial ACK the segment at snd_una is missing.
     partial_pending: bool,
+    /// No partial ACK yet in this episode (the RTO restarts on the first only, as
+    /// RFC 6582's "Impatient" variant).
+    first_partial: bool,
 }
 
 impl Peach {
@@ -187,7 +196,9 @@ impl Peach {
             high_rxt: 0,
             nil_hi: 0,
             nil_next: 0,
+            probed_rwnd: 0,
             partial_pending: false,
+            first_partial: false,
         }
     }
 
@@ -198,14 +209,31 @@ impl Peach {
 
     /// Starts Sudden / Jump / Fast-Forward Start: τ = RTT/rwnd, rwnd − 1 probes.
     fn start_phase(&mut self, tx: &mut Tx) {
-        let mss = tx.st.mss;
-        let rwnd = (tx.peer_wnd / mss).max(1);
-        let rtt = tx.st.srtt.unwrap_or_else(|| tx.rtt.rto());
-        self.tau = SimDuration(rtt.0 / rwnd);
-        self.start_left = (rwnd - 1).min(u32::MAX as u64) as u32;
-        self.next_probe = (self.start_left > 0).then(|| tx.st.now + self.tau);
+        let rwnd = (tx.peer_wnd / tx.st.mss).max(1);
+        self.probe_round(tx, rwnd, rwnd - 1);
         self.nil_next = tx.snd_una;
+    }
+
+    /// `n` probes spaced RTT / `rwnd` segments, from now.
+    fn probe_round(&mut self, tx: &Tx, rwnd: u64, n: u64) {
+        let rtt = tx.st.srtt.unwrap_or_else(|| tx.rtt.rto());
+        self.tau = SimDuration(rtt.0 / rwnd.max(1));
+        self.start_left = n.min(u32::MAX as u64) as u32;
+        self.next_probe = (self.start_left > 0).then(|| tx.st.now + self.tau);
         self.next_ca_probe = None;
+        self.probed_rwnd = rwnd;
+    }
+
+    /// The start phase probed for the receiver's window as then advertised: at
+    /// connection start that is the SYN-ACK's unscaled window (at most 64 KiB,
+    /// RFC 7323 §2.2). When a larger window is advertised once the start phase is
+    /// over, the difference is probed for in the same way (the first probe ACKs come
+    /// with the first ACK that carries the scaled window).
+    fn extend_start(&mut self, tx: &Tx) {
+        let rwnd = tx.peer_wnd / tx.st.mss;
+        if self.next_probe.is_none() && self.probed_rwnd > 0 && rwnd > self.probed_rwnd {
+            self.probe_round(tx, rwnd, rwnd - self.probed_rwnd);
+        }
     }
 
     /// Dummy segment: a copy of the last data segment sent (its payload, no FIN).
@@ -300,11 +328,13 @@ impl Peach {
         tx.count_recovery();
         self.next_probe = None;
         self.start_left = 0;
+        self.probed_rwnd = 0;
         let cwnd = (tx.st.cwnd / mss) as i64;
         self.adsn = cwnd;
         self.pipe = 2 * cwnd - tx.dupacks as i64 + 1;
         self.acked = false;
         self.partial_pending = false;
+        self.first_partial = true;
         self.nil_hi = 0;
         self.high_rxt = tx.snd_una;
         if let Some((len, fin)) = tx.segment_at(tx.snd_una) {
@@ -404,12 +434,14 @@ impl Recovery for Peach {
             self.schedule_ca_probe(tx);
             return true;
         }
-        // partial ACK
+        // partial ACK; the RTO restarts on the episode's first only (RFC 6582 §4
+        // "Impatient"): a window with many holes ends in a timeout and a new start
+        // phase rather than one repair per round trip
         self.pipe -= acked.div_ceil(tx.st.mss) as i64;
         if !self.sack || self.c.variant == Variant::Peach {
             self.partial_pending = true;
         }
-        true
+        std::mem::take(&mut self.first_partial)
     }
 
     fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
@@ -426,6 +458,7 @@ impl Recovery for Peach {
             self.acked = true;
         } else {
             on_probe_ack(&mut tx.st, tx.peer_wnd);
+            self.extend_start(tx);
         }
     }
 
