@@ -665,7 +665,14 @@ mod tests {
 
     #[test]
     fn quick_recovery_follows_fig_3() {
-        let mut s = ten_in_flight(Variant::PeachPlus, true);
+        // Cherry's First-Aid Recovery is the same machine with supplement segments
+        for v in [Variant::PeachPlus, Variant::Cherry] {
+            quick_recovery_trace(v);
+        }
+    }
+
+    fn quick_recovery_trace(v: Variant) {
+        let mut s = ten_in_flight(v, true);
         // segment 1 lost: duplicate ACKs SACK 1001.. one segment more each
         let dup = |k: u64| ack(1, &[(1001, 1001 + 1000 * k)], false);
         assert!(feed(&mut s, 200, dup(1)).is_empty());
@@ -701,6 +708,45 @@ mod tests {
         assert_eq!(s.tx.stats.fast_recoveries, 1);
         assert_eq!(s.tx.stats.retransmitted_segments, 1);
         assert_eq!(s.tx.stats.extra.probe_segments, 3);
+    }
+
+    #[test]
+    fn cherry_keeps_probing_in_congestion_avoidance_with_new_data() {
+        let mut s = sender(Variant::Cherry, true);
+        establish(&mut s, 10_000);
+        // Fast-Forward Start: 9 supplements (new data 1001..9001) by 190 ms
+        let mut t = SimTime(0);
+        for _ in 0..9 {
+            t = s.next_timer().unwrap();
+            s.on_timer(t, &mut vec![]);
+        }
+        assert_eq!(t, SimTime(190 * MS));
+        // everything acknowledged at once, the receiver's window grown to 100 segments
+        let got = feed(&mut s, 200, ack(10_001, &[], false));
+        assert!(!got.is_empty());
+        let first = s.tx.snd_max;
+        // then one supplement per smoothed RTT, with the next new data (the first one
+        // scheduled at the end of the start phase, when SRTT was the handshake's 100 ms)
+        let t = s.next_timer().unwrap();
+        assert_eq!(t, SimTime(290 * MS), "scheduled one SRTT after the start phase");
+        let mut out = vec![];
+        s.on_timer(t, &mut out);
+        assert_eq!(sent(&out), [(first, true)]);
+        assert_eq!(s.tx.snd_max, first + 1000, "a supplement sends new data");
+        assert_eq!(s.next_timer(), Some(t + s.tx.st.srtt.unwrap()), "every SRTT");
+        // its ACK opens the window by a segment
+        let cwnd = s.tx.st.cwnd;
+        feed(&mut s, 300, ack(first + 1000, &[], true));
+        assert!(s.tx.st.cwnd >= cwnd + 1000);
+        // Peach+ sends nothing in congestion avoidance
+        let mut p = sender(Variant::PeachPlus, true);
+        establish(&mut p, 10_000);
+        for _ in 0..9 {
+            let t = p.next_timer().unwrap();
+            p.on_timer(t, &mut vec![]);
+        }
+        feed(&mut p, 200, ack(1001, &[], false));
+        assert!(p.next_timer().is_none_or(|t| t == p.tx.rto_deadline.unwrap()));
     }
 
     #[test]
