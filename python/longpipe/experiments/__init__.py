@@ -5,4 +5,5 @@ REGISTRY = {
     "wcdma": "longpipe.experiments.wcdma",
     "gateway": "longpipe.experiments.gateway",
     "peach": "longpipe.experiments.peach",
+    "crosscheck": "longpipe.experiments.crosscheck",
 }

@@ -728,12 +728,20 @@ mod tests {
         // then one supplement per smoothed RTT, with the next new data (the first one
         // scheduled at the end of the start phase, when SRTT was the handshake's 100 ms)
         let t = s.next_timer().unwrap();
-        assert_eq!(t, SimTime(290 * MS), "scheduled one SRTT after the start phase");
+        assert_eq!(
+            t,
+            SimTime(290 * MS),
+            "scheduled one SRTT after the start phase"
+        );
         let mut out = vec![];
         s.on_timer(t, &mut out);
         assert_eq!(sent(&out), [(first, true)]);
         assert_eq!(s.tx.snd_max, first + 1000, "a supplement sends new data");
-        assert_eq!(s.next_timer(), Some(t + s.tx.st.srtt.unwrap()), "every SRTT");
+        assert_eq!(
+            s.next_timer(),
+            Some(t + s.tx.st.srtt.unwrap()),
+            "every SRTT"
+        );
         // its ACK opens the window by a segment
         let cwnd = s.tx.st.cwnd;
         feed(&mut s, 300, ack(first + 1000, &[], true));
@@ -746,7 +754,9 @@ mod tests {
             p.on_timer(t, &mut vec![]);
         }
         feed(&mut p, 200, ack(1001, &[], false));
-        assert!(p.next_timer().is_none_or(|t| t == p.tx.rto_deadline.unwrap()));
+        assert!(p
+            .next_timer()
+            .is_none_or(|t| t == p.tx.rto_deadline.unwrap()));
     }
 
     #[test]
