@@ -297,7 +297,8 @@ mod tests {
                     limit: Limit::Packets(1),
                 },
             },
-            loss: LossModel::List { drop: vec![1] },
+            // the second and third transmissions are lost, whatever their class
+            loss: LossModel::List { drop: vec![1, 2] },
         };
         let mut l: LinkDirection<Q> = LinkDirection::new(
             &cfg,
@@ -315,10 +316,12 @@ mod tests {
         l.handle_timeout(SimTime(100_000), &mut out); // 0 leaves, 3 starts (lost)
         l.handle(SimTime(100_000), 0, Q::low(4, 100), &mut out);
         l.handle_timeout(SimTime(200_000), &mut out); // 3 lost, 4 starts
-        l.handle_timeout(SimTime(300_000), &mut out);
-        let m = l.metrics(SimTime(300_000));
-        assert_eq!((m.packets, m.class.packets_low), (3, 1));
-        assert_eq!((m.drops_loss, m.class.drops_loss_low), (1, 0));
+        l.handle_timeout(SimTime(300_000), &mut out); // 4 lost: link errors hit both
+        l.handle(SimTime(300_000), 0, Q::low(5, 100), &mut out);
+        l.handle_timeout(SimTime(400_000), &mut out);
+        let m = l.metrics(SimTime(400_000));
+        assert_eq!((m.packets, m.class.packets_low), (4, 2));
+        assert_eq!((m.drops_loss, m.class.drops_loss_low), (2, 1));
         let ids: Vec<u32> = out
             .iter()
             .filter_map(|e| match e {
@@ -326,6 +329,6 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(ids, [0, 4]);
+        assert_eq!(ids, [0, 5]);
     }
 }

@@ -138,6 +138,8 @@ pub enum QueueKind {
     /// Controlled Delay (RFC 8289), ECN.
     Codel,
     /// Flow-queue CoDel (RFC 8290): DRR over hashed flows, CoDel per flow, ECN.
+    /// Also accepted as "fq_codel" (Linux's name).
+    #[serde(alias = "fq_codel")]
     FqCodel,
 }
 
@@ -439,6 +441,15 @@ pub(crate) mod tests {
         let c = QueueSpec::resolve(None, "x").unwrap();
         assert_eq!(c.admission.limit, Limit::Packets(100));
         assert_eq!(c.kind(), QueueKind::Droptail);
+    }
+
+    #[test]
+    fn fq_codel_is_also_accepted_under_its_linux_name() {
+        for name in ["fq-codel", "fq_codel"] {
+            let s: QueueSpec = serde_json::from_str(&format!(r#"{{"kind":"{name}"}}"#)).unwrap();
+            assert_eq!(s.kind, QueueKind::FqCodel);
+        }
+        assert!(serde_json::from_str::<QueueSpec>(r#"{"kind":"fqcodel"}"#).is_err());
     }
 
     #[test]

@@ -168,6 +168,10 @@ impl<U> Red<U> {
             Some(t) => {
                 let m = now.saturating_sub(t).as_nanos() as f64 / self.s_ns;
                 self.avg *= (1.0 - w).powf(m);
+                // the idle time up to now is accounted for: if this arrival is dropped
+                // and the queue stays empty, the next arrival decays from here (as
+                // ns-2/ns-3 clear their idle flag on every arrival)
+                self.q_time = Some(now);
             }
         }
     }
@@ -298,6 +302,28 @@ mod tests {
         r.enqueue(SimTime(11_000_000), F::new(99, 1000)).unwrap();
         let expect = before * 0.75f64.powi(10);
         assert!((r.avg - expect).abs() < 1e-12, "{} vs {expect}", r.avg);
+    }
+
+    #[test]
+    fn idle_time_decays_the_average_once_even_when_arrivals_are_dropped() {
+        // w_q = 0.5, thresholds 1 and 2 (not gentle): a burst drives avg above max_th
+        let mut r = red(cfg(1.0, 2.0, 0.1, 0.5, false, false), 1000);
+        for i in 0..20 {
+            let _ = r.enqueue(SimTime(0), F::new(i, 1000));
+        }
+        while r.dequeue(SimTime(1_000_000)).is_some() {}
+        let before = r.avg;
+        let drops = r.stats().aqm_drops;
+        assert!(before > 2.0 * 1.1, "{before}");
+        // idle from 1 ms; arrivals at 1.1 and 1.3 ms (s = 1 ms) see avg above max_th:
+        // both dropped, the queue stays empty
+        assert!(r.enqueue(SimTime(1_100_000), F::new(50, 1000)).is_err());
+        assert!((r.avg - before * 0.5f64.powf(0.1)).abs() < 1e-9);
+        assert!(r.enqueue(SimTime(1_300_000), F::new(51, 1000)).is_err());
+        // 0.3 ms of idle time in all, not 0.1 + 0.3
+        let want = before * 0.5f64.powf(0.3);
+        assert!((r.avg - want).abs() < 1e-9, "{} vs {want}", r.avg);
+        assert_eq!(r.stats().aqm_drops, drops + 2, "both forced drops");
     }
 
     #[test]

@@ -760,6 +760,49 @@ mod tests {
     }
 
     #[test]
+    fn probe_acks_classify_the_loss_link_error_restores_congestion_keeps_half() {
+        // One segment lost out of a window of 10; the recovery halves cwnd to 5 and
+        // sends probes (3 here). If they come back (a link error: spare capacity) each
+        // adds a segment; if none does (congestion: a class-aware queue dropped them)
+        // the halved window stays.
+        for (v, sack) in [(Variant::Peach, false), (Variant::PeachPlus, true)] {
+            let run = |answered: bool| {
+                let mut s = ten_in_flight(v, sack);
+                let dup = |k: u64| {
+                    let blocks = [(1001, 1001 + 1000 * k)];
+                    ack(1, if sack { &blocks[..] } else { &[] }, false)
+                };
+                let mut probes = vec![];
+                for k in 1..=9 {
+                    for (seq, low) in feed(&mut s, 200 + k, dup(k)) {
+                        if low {
+                            probes.push(seq);
+                        }
+                    }
+                }
+                assert_eq!(probes.len(), 3, "{v:?}: {probes:?}");
+                assert_eq!(s.tx.st.cwnd, 5000, "{v:?}: halved");
+                if answered {
+                    for _ in &probes {
+                        let blocks = [(1001, 10_001)];
+                        feed(
+                            &mut s,
+                            260,
+                            ack(1, if sack { &blocks[..] } else { &[] }, true),
+                        );
+                    }
+                }
+                // the retransmission's ACK covers the whole window: recovery ends
+                feed(&mut s, 300, ack(13_001, &[], false));
+                assert!(!s.tx.in_recovery);
+                (s.tx.st.cwnd, s.tx.st.ssthresh, s.tx.stats.extra.probe_acks)
+            };
+            assert_eq!(run(false), (5000, 5000, 0), "{v:?}: congestion");
+            assert_eq!(run(true), (8000, 5000, 3), "{v:?}: link error");
+        }
+    }
+
+    #[test]
     fn quick_recovery_retransmits_sack_holes_before_new_data() {
         let mut s = ten_in_flight(Variant::PeachPlus, true);
         // segments 1 and 3001 lost
