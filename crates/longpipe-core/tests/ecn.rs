@@ -114,11 +114,33 @@ fn without_ecn_the_same_queue_drops() {
     assert!(out.result.flows[0].sender.retransmitted_segments > 0);
 }
 
-#[test]
-fn every_congestion_control_answers_ecn() {
-    for tcp in [
+/// Every `tcp` the scenario schema offers (so a congestion control added later is
+/// covered without editing this test).
+fn every_tcp() -> Vec<String> {
+    let schema: serde_json::Value = serde_json::from_str(&longpipe_core::json_schema()).unwrap();
+    let defs = schema
+        .get("definitions")
+        .or_else(|| schema.get("$defs"))
+        .unwrap();
+    let names: Vec<String> = defs["TcpKind"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|v| v["enum"].as_array().unwrap().clone())
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    for known in [
         "tahoe", "reno", "newreno", "hybla", "peach", "peach+", "cherry",
     ] {
+        assert!(names.iter().any(|n| n == known), "{known} in {names:?}");
+    }
+    names
+}
+
+#[test]
+fn every_congestion_control_answers_ecn() {
+    for tcp in every_tcp() {
+        let tcp = tcp.as_str();
         let red = r#"{ limit = "200pkt", kind = "red", ecn = true, min_th = "10pkt", max_th = "40pkt", max_p = 0.2 }"#;
         // a window of a few BDPs: the Peach family probes for the whole receiver window
         // in a round trip, and RED is not class-aware (with 1 MB its start phase alone
