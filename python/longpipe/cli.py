@@ -232,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reproduce", help="re-run a paper's experiment and print ours beside the paper's")
     rp.add_argument("name", choices=[*REGISTRY, "all"],
                     help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
-                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), crosscheck (simulator against Linux "
-                    "TCP through longpipe emu; root), or all")
+                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), peach (seed 004: TCP-Peach and "
+                    "Peach+ against link errors, fig. 5), crosscheck (simulator against Linux TCP through longpipe emu; "
+                    "root), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
     rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
     sweeps_cli.add_exec_args(rp)

@@ -60,6 +60,16 @@ pub trait Frame {
     fn class(&self) -> Class {
         Class::Normal
     }
+    /// The IP ECN field (RFC 3168 §5: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE); units
+    /// without one are Not-ECT.
+    fn ecn(&self) -> u8 {
+        0
+    }
+    /// Marks the unit Congestion Experienced (RFC 3168 §5) if it is ECN-capable;
+    /// returns whether it was (a queue drops it otherwise).
+    fn mark_ce(&mut self) -> bool {
+        false
+    }
     /// The TCP segment this unit carries, if it is one whole IPv4/TCP packet.
     fn tcp_meta(&self) -> Option<TcpMeta> {
         None

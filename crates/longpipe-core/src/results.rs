@@ -7,9 +7,10 @@
 
 use crate::l2::rlc::{RlcCounters, RlcReport};
 use crate::middlebox::gateway::GatewayCounters;
-use crate::net::link::LinkCounters;
+use crate::net::link::{ClassCounters, LinkCounters};
 use crate::stats::Peak;
 use crate::tcp::sender::SenderCounters;
+use crate::tcp::tx::ExtraCounters;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +28,10 @@ pub struct FlowResult {
     /// fast-recovery episodes, at or after warmup.
     #[serde(flatten)]
     pub sender: SenderCounters,
+    /// probe_segments, probe_acks, ecn_reductions: only for flows that send
+    /// low-priority probes or use ECN.
+    #[serde(flatten)]
+    pub extra: Option<ExtraCounters>,
     /// From the flow's start (SYN) to the delivery of its last byte; null if unfinished.
     pub completion_time_s: Option<f64>,
     /// Mean of the sender's RTT samples (Karn-valid), null if none.
@@ -47,6 +52,11 @@ pub struct LinkResult {
     /// packets, bytes, drops_queue, drops_loss, max_queue_packets.
     #[serde(flatten)]
     pub counters: LinkCounters,
+    /// packets_low, drops_queue_low, drops_loss_low, drops_aqm, marks_ecn: only when
+    /// the scenario has a queue other than drop-tail, or a flow that sends
+    /// low-priority segments or uses ECN (so that other results keep their fields).
+    #[serde(flatten)]
+    pub classes: Option<ClassCounters>,
     /// Link-layer counters when the direction has a `layer2` (then `packets` counts SDUs
     /// accepted, `drops_queue` SDU-buffer overflows, `drops_loss` SDUs discarded after
     /// MaxDAT, and `utilization` the share of PDU slots used).
@@ -78,8 +88,16 @@ impl LinkResult {
                 0.0
             },
             counters: c.clone(),
+            classes: None,
             l2: None,
         }
+    }
+
+    /// With the per-class and AQM counters when `on` (the scenario reports them:
+    /// [`crate::sim::reports_classes`]).
+    pub fn with_classes(mut self, on: bool) -> Self {
+        self.classes = on.then(|| (*self.counters.class).clone());
+        self
     }
 
     /// An RLC AM direction: SDUs in the link fields, PDUs and delays in `l2`.
@@ -96,7 +114,9 @@ impl LinkResult {
                 drops_loss: c.sdus_discarded,
                 max_queue: Peak(0),
                 busy_ns: 0,
+                class: Default::default(),
             },
+            classes: None,
             l2: Some(L2Report::RlcAm(c.report(c.pdus_per_tti.0))),
         }
     }

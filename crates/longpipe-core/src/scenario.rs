@@ -11,7 +11,7 @@ use crate::l2::{Layer2Config, Layer2Spec};
 use crate::middlebox::gateway::{GatewayConfig, GatewaySpec};
 use crate::net::link::LinkDirConfig;
 use crate::net::loss::{LossModel, LossSpec};
-use crate::net::queue::QueueSpec;
+use crate::net::queue::{QueueKind, QueueSpec};
 use crate::tcp::config::{FlowSpec, TcpConfig};
 use crate::time::{SimDuration, SimTime};
 use crate::units::{Duration, RateQ};
@@ -275,11 +275,22 @@ fn resolve_dir(
             "\"seq\" picks TCP segments and cannot apply to a link layer's units",
         );
     }
+    let queue_cfg = QueueSpec::resolve(queue.1, &format!("{p}.{}", queue.0))?;
+    if layer2_cfg.is_some() && queue_cfg.kind() != QueueKind::Droptail {
+        return err(
+            format!("{p}.{}.kind", queue.0),
+            format!(
+                "a link layer buffers its SDUs drop-tail: only \"droptail\" with {}, got {:?}",
+                layer2.0,
+                queue_cfg.kind().name()
+            ),
+        );
+    }
     Ok(DirInfo {
         link: LinkDirConfig {
             rate: rate.0,
             delay: delay.0,
-            queue: QueueSpec::resolve(queue.1, &format!("{p}.{}", queue.0))?,
+            queue: queue_cfg,
             loss: loss_model,
         },
         layer2: layer2_cfg,
@@ -563,6 +574,27 @@ mod tests {
         let e = parse(&flows(MAX_LINKS_PER_NODE)).unwrap_err();
         assert_eq!(e.path, "flow[0].count", "{e}");
         assert!(e.msg.contains("flow[0].src"), "{e}");
+    }
+
+    #[test]
+    fn a_link_layer_takes_no_queue_discipline() {
+        let l2 = r#""layer2":{"kind":"rlc-am"}"#;
+        let link = |q: &str| {
+            format!(
+                r#"{{"duration":"10s","link":[{{"a":"s","b":"c","rate":"1Mbps","delay":"1ms",{l2}{q}}}]}}"#
+            )
+        };
+        assert!(parse(&link("")).is_ok());
+        assert!(parse(&link(r#","queue":{"limit":"50pkt","kind":"droptail"}"#)).is_ok());
+        let e = parse(&link(r#","queue":{"kind":"codel"}"#)).unwrap_err();
+        assert_eq!(e.path, "link[0].queue.kind");
+        assert!(e.msg.contains("\"codel\""), "{e}");
+        // the reverse direction takes queue_ba when given
+        let e = parse(&link(
+            r#","layer2_ba":{"kind":"rlc-am"},"queue_ba":{"kind":"red"}"#,
+        ))
+        .unwrap_err();
+        assert_eq!(e.path, "link[0].queue_ba.kind");
     }
 
     #[test]

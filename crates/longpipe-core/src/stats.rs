@@ -26,6 +26,12 @@ impl Since for u128 {
     }
 }
 
+impl<T: Since> Since for Box<T> {
+    fn since(&self, base: &Self) -> Self {
+        Box::new((**self).since(base))
+    }
+}
+
 impl Since for () {
     fn since(&self, _: &Self) -> Self {}
 }

@@ -24,6 +24,18 @@ impl Frame for Unit {
             Unit::Packet(p) => p.class(),
         }
     }
+    #[inline]
+    fn ecn(&self) -> u8 {
+        match self {
+            Unit::Packet(p) => p.ecn(),
+        }
+    }
+    #[inline]
+    fn mark_ce(&mut self) -> bool {
+        match self {
+            Unit::Packet(p) => p.mark_ce(),
+        }
+    }
     fn tcp_meta(&self) -> Option<TcpMeta> {
         match self {
             Unit::Packet(p) => p.tcp_meta(),

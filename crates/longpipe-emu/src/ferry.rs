@@ -30,7 +30,7 @@ use longpipe_core::net::link::{LinkCounters, LinkDirection};
 use longpipe_core::net::loss::LossState;
 use longpipe_core::rng::RngStream;
 use longpipe_core::scenario::ValidScenario;
-use longpipe_core::sim::loss_stream;
+use longpipe_core::sim::{loss_stream, queue_stream};
 use longpipe_core::stats::Since;
 use longpipe_core::time::SimTime;
 use longpipe_core::wire::PcapWriter;
@@ -103,12 +103,14 @@ impl Net {
         for (li, l) in sc.links.iter().enumerate() {
             for (k, info) in l.dirs.iter().enumerate() {
                 let (from, to) = if k == 0 { (l.a, l.b) } else { (l.b, l.a) };
-                let loss = LossState::new(
-                    info.link.loss.clone(),
-                    RngStream::new(seed, &loss_stream(sc, li, from, to)),
-                );
+                let stream = loss_stream(sc, li, from, to);
+                let loss = LossState::new(info.link.loss.clone(), RngStream::new(seed, &stream));
                 let e = match &info.layer2 {
-                    None => Elem::Link(LinkDirection::new(&info.link, loss)),
+                    None => Elem::Link(LinkDirection::new(
+                        &info.link,
+                        loss,
+                        RngStream::new(seed, &queue_stream(&stream)),
+                    )),
                     Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
                         cfg.clone(),
                         info.link.rate,

@@ -424,7 +424,9 @@ pub fn flow_result(sc: &ValidScenario, i: usize, o: &Outcome, warmup: u64, end: 
             fast_recoveries: o.tx.recoveries,
             rtt_sum_ns: o.tx.rtt_sum_us as u128 * 1000,
             rtt_samples: o.tx.rtt_n,
+            extra: Default::default(),
         },
+        extra: None,
         completion_time_s: o
             .rx
             .completed_at

@@ -1,6 +1,6 @@
 //! How a scenario's TCP options map onto Linux: per socket (`TCP_CONGESTION`,
 //! `TCP_MAXSEG`, `TCP_WINDOW_CLAMP`), per route (`initcwnd`, `initrwnd`, `quickack`) and
-//! per namespace (`tcp_sack`, `tcp_timestamps`, `tcp_rto_min_us`, `tcp_rto_max_ms`,
+//! per namespace (`tcp_sack`, `tcp_ecn`, `tcp_timestamps`, `tcp_rto_min_us`, `tcp_rto_max_ms`,
 //! buffer limits) — one namespace per node, so a per-namespace setting must agree for
 //! every flow of that node. What Linux cannot express is listed in
 //! [`Mapping::unmapped`] (reported in the result), or refused when the run would not mean
@@ -59,6 +59,13 @@ pub fn kernel_cc(kind: TcpKind, available: &[String]) -> Result<String, String> 
     let want = match kind {
         TcpKind::Reno | TcpKind::Newreno => "reno",
         TcpKind::Hybla => "hybla",
+        TcpKind::Peach | TcpKind::PeachPlus | TcpKind::Cherry => {
+            return Err(format!(
+                "{:?} has no Linux counterpart (it needs the simulator's sender and receiver); \
+                 run it with longpipe run, or choose a kernel congestion control with --cc",
+                kind.name()
+            ))
+        }
         TcpKind::Tahoe => {
             return Err("\"tahoe\" has no Linux counterpart (Linux's \"reno\" recovers as \
                         NewReno); use reno or newreno, or choose a kernel congestion control with --cc"
@@ -127,6 +134,8 @@ pub fn map(
     };
     // Per node: SACK wanted, min RTO (sender side), largest buffer.
     let mut sack = vec![false; n];
+    // Per node: whether its flows ask for ECN (tcp_ecn 1) or not (2: accept only).
+    let mut ecn: Vec<Option<(bool, usize)>> = vec![None; n];
     let mut rto_min: Vec<Option<(SimDuration, usize)>> = vec![None; n];
     let mut rto_max: Vec<Option<(SimDuration, usize)>> = vec![None; n];
     let mut buf = vec![4u64 << 20; n];
@@ -145,6 +154,19 @@ pub fn map(
         if t.sender.sack_permitted {
             sack[f.src] = true;
             sack[f.dst] = true;
+        }
+        match ecn[f.src] {
+            Some((o, j)) if o != t.sender.ecn => {
+                return err(
+                    format!("{p}.ecn"),
+                    format!(
+                        "differs from flow {j}'s on node {:?}; Linux sets it per host \
+                         (one namespace per node)",
+                        sc.nodes[f.src].name
+                    ),
+                )
+            }
+            _ => ecn[f.src] = Some((t.sender.ecn, f.id)),
         }
         for (slot, v, what) in [
             (&mut rto_min[f.src], t.sender.min_rto, "min_rto"),
@@ -243,6 +265,13 @@ pub fn map(
         let s = &mut m.sysctls[u];
         s.push(("ipv4/ip_forward".into(), "1".into()));
         s.push(("ipv4/tcp_sack".into(), (sack[u] as u8).to_string()));
+        // ECN (RFC 3168): senders with `ecn` ask for it; every host accepts it
+        let e = if ecn[u].is_some_and(|(on, _)| on) {
+            "1"
+        } else {
+            "2"
+        };
+        s.push(("ipv4/tcp_ecn".into(), e.into()));
         // The simulator's segments carry no timestamps: its MSS is all payload.
         s.push(("ipv4/tcp_timestamps".into(), "0".into()));
         s.push(("ipv4/tcp_no_metrics_save".into(), "1".into()));
@@ -312,7 +341,12 @@ mod tests {
         assert_eq!(get(0, "ipv4/tcp_rto_min_us").unwrap(), "200000");
         assert_eq!(get(0, "ipv4/tcp_rto_max_ms").unwrap(), "60000");
         assert_eq!(get(2, "ipv4/tcp_timestamps").unwrap(), "0");
+        assert_eq!(get(0, "ipv4/tcp_ecn").unwrap(), "2", "no ECN asked for");
         assert!(m.unmapped.is_empty(), "{:?}", m.unmapped);
+        let m = map(&sc(r#"{"src":"s","dst":"c","ecn":true}"#), None, &avail()).unwrap();
+        let get = |u: usize, k: &str| m.sysctls[u].iter().find(|x| x.0 == k).map(|x| x.1.clone());
+        assert_eq!(get(0, "ipv4/tcp_ecn").unwrap(), "1", "the sender asks");
+        assert_eq!(get(2, "ipv4/tcp_ecn").unwrap(), "2", "the receiver accepts");
         assert_eq!(m.mtu, 1500);
     }
 
@@ -358,6 +392,21 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.path, "flow[1].sack");
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","ecn":true},{"src":"s","dst":"r"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "flow[1].ecn");
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","tcp":"peach+"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "flow[0].tcp");
+        assert!(e.msg.contains("peach+"), "{e}");
         let m = map(
             &sc(r#"{"src":"s","dst":"c","initial_rto":"3s","ssthresh":10,"mss":8960}"#),
             None,

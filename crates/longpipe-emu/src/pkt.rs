@@ -6,7 +6,7 @@
 //! parsed from the headers on demand, for the `seq` loss model) and [`Stamp`] (a
 //! creation-order number), so the core's link directions and RLC move it unchanged.
 
-use longpipe_core::element::{Frame, TcpMeta};
+use longpipe_core::element::{Class, Frame, TcpMeta};
 use longpipe_core::engine::driver::Stamp;
 
 /// A raw IPv4 packet.
@@ -38,6 +38,47 @@ impl Frame for Pkt {
 
     fn tcp_meta(&self) -> Option<TcpMeta> {
         tcp_meta(&self.buf)
+    }
+
+    /// DSCP Lower Effort (RFC 8622) is the low-priority class, as in the simulator.
+    fn class(&self) -> Class {
+        match self.ipv4_tos() {
+            Some(tos) if tos >> 2 == DSCP_LE => Class::Low,
+            _ => Class::Normal,
+        }
+    }
+
+    fn ecn(&self) -> u8 {
+        self.ipv4_tos().map_or(0, |tos| tos & 3)
+    }
+
+    /// Sets CE in the IPv4 header of an ECN-capable packet and updates the header
+    /// checksum (RFC 1624), as a router's AQM does.
+    fn mark_ce(&mut self) -> bool {
+        if self.ecn() == 0 {
+            return false;
+        }
+        let old = u16::from_be_bytes([self.buf[0], self.buf[1]]);
+        self.buf[1] |= 3;
+        let new = u16::from_be_bytes([self.buf[0], self.buf[1]]);
+        // HC' = ~(~HC + ~m + m') (RFC 1624 eqn. 3)
+        let hc = u16::from_be_bytes([self.buf[10], self.buf[11]]);
+        let mut sum = (!hc) as u32 + (!old) as u32 + new as u32;
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        self.buf[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        true
+    }
+}
+
+/// DSCP Lower Effort (RFC 8622).
+const DSCP_LE: u8 = 1;
+
+impl Pkt {
+    /// The TOS byte of an IPv4 packet.
+    fn ipv4_tos(&self) -> Option<u8> {
+        (self.buf.len() >= 20 && self.buf[0] >> 4 == 4).then(|| self.buf[1])
     }
 }
 
@@ -131,10 +172,15 @@ mod tests {
     use longpipe_core::wire::{TcpIpHeader, TcpOptions, ACK, SYN};
 
     fn packet(flags: u8, payload: u32, opts: TcpOptions) -> Vec<u8> {
+        packet_tos(flags, payload, opts, 0)
+    }
+
+    fn packet_tos(flags: u8, payload: u32, opts: TcpOptions, tos: u8) -> Vec<u8> {
         let h = TcpIpHeader {
             src_ip: [10, 0, 0, 1],
             dst_ip: [10, 0, 0, 2],
             ip_id: 1,
+            tos,
             ttl: 64,
             src_port: 49152,
             dst_port: 5001,
@@ -182,6 +228,29 @@ mod tests {
         frag[7] = 1;
         assert!(tcp_meta(&frag).is_none());
         assert!(tcp_meta(&b[..30]).is_none());
+    }
+
+    #[test]
+    fn class_and_ecn_from_the_tos_byte_and_ce_marking_keeps_the_checksum_valid() {
+        let plain = Pkt::new(packet(ACK, 100, TcpOptions::default()));
+        assert_eq!((plain.class(), plain.ecn()), (Class::Normal, 0));
+        let mut p = plain.clone();
+        assert!(!p.mark_ce(), "Not-ECT is never marked");
+        assert_eq!(p, plain);
+        // DSCP LE (1) with ECT(0): low priority, ECN-capable
+        for (tos, class) in [(0b0000_0110u8, Class::Low), (0b1011_1010, Class::Normal)] {
+            let mut p = Pkt::new(packet_tos(ACK, 100, TcpOptions::default(), tos));
+            assert_eq!((p.class(), p.ecn()), (class, 2));
+            assert!(p.mark_ce());
+            assert_eq!(p.ecn(), 3);
+            // the same bytes as a packet built with CE, checksum included
+            assert_eq!(p.buf, packet_tos(ACK, 100, TcpOptions::default(), tos | 3));
+            let (h, ck) = longpipe_core::wire::parse(&p.buf).unwrap();
+            assert!(ck.ip_ok);
+            assert_eq!(h.tos, tos | 3);
+            assert!(p.mark_ce(), "CE stays CE");
+            assert_eq!(p.buf, packet_tos(ACK, 100, TcpOptions::default(), tos | 3));
+        }
     }
 
     #[test]

@@ -6,10 +6,12 @@ use crate::ferry::DirMetrics;
 use longpipe_core::net::packet::node_addr;
 use longpipe_core::results::{FlowResult, LinkResult, NodeResult, SimResult, SimStats};
 use longpipe_core::scenario::ValidScenario;
+use longpipe_core::sim::reports_classes;
 
 /// Link results as the simulator computes them from each direction's counters over the
 /// measured interval of `measured_s` seconds.
 pub fn links(sc: &ValidScenario, dirs: &[DirMetrics], measured_s: f64) -> Vec<LinkResult> {
+    let classes = reports_classes(sc);
     dirs.iter()
         .enumerate()
         .map(|(i, m)| {
@@ -20,6 +22,7 @@ pub fn links(sc: &ValidScenario, dirs: &[DirMetrics], measured_s: f64) -> Vec<Li
                 DirMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured_s),
                 DirMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
             }
+            .with_classes(classes)
         })
         .collect()
 }

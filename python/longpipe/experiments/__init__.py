@@ -4,5 +4,6 @@ REGISTRY = {
     "hybla": "longpipe.experiments.hybla",
     "wcdma": "longpipe.experiments.wcdma",
     "gateway": "longpipe.experiments.gateway",
+    "peach": "longpipe.experiments.peach",
     "crosscheck": "longpipe.experiments.crosscheck",
 }

@@ -25,6 +25,8 @@ CITATIONS = {
              "Hybla for Satellite IP Networks\" (in Japanese; seed paper 001)",
     "gateway": "Yutaka Miyake, Teruyuki Hasegawa, Toru Hasegawa, Toshihiko Kato (KDD R&D Laboratories): "
                "\"A Proposal of TCP Gateway System for Satellite-based Internet Access\" (in Japanese; seed paper 003)",
+    "peach": "Satoshi Utsumi, S. M. Salim Zabir, Norio Shiratori (Tohoku University; JSPS; France Telecom Japan): "
+             "\"Towards TCP-Cherry: Implementation and Evaluation of TCP-Peach+\" (in Japanese; seed paper 004)",
 }
 
 

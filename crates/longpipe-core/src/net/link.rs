@@ -10,12 +10,14 @@
 //! Invariants: at most one unit is in transmission, and the queue is empty whenever
 //! the transmitter is idle; units leave in the order they were admitted; a unit is
 //! counted in `packets`/`bytes` when its transmission starts, in `drops_queue` when the
-//! queue refuses it and in `drops_loss` when the impairment takes it at the end of its
-//! transmission.
+//! queue refuses it or drops it later (an AQM, a push-out) and in `drops_loss` when the
+//! impairment takes it at the end of its transmission; the same three for low-priority
+//! units alone in [`ClassCounters`], with the discipline's AQM drops and ECN marks.
 
 use super::loss::{LossModel, LossState};
 use super::queue::{Queue, QueueConfig};
-use crate::element::{Element, Emit, Frame, PortId};
+use crate::element::{Class, Element, Emit, Frame, PortId};
+use crate::rng::RngStream;
 use crate::stats::Peak;
 use crate::time::{Rate, SimDuration, SimTime};
 use serde::Serialize;
@@ -51,6 +53,30 @@ crate::counters! {
         /// Transmitter busy time, ns.
         #[serde(skip)]
         pub busy_ns: u64,
+        /// Per-class and AQM counters (reported only by scenarios that use classes,
+        /// ECN or an AQM; see `results::LinkResult`). Boxed: only low-priority units
+        /// touch them on the per-packet path.
+        #[serde(skip)]
+        pub class: Box<ClassCounters>,
+    }
+}
+
+crate::counters! {
+    /// A link direction's counters of low-priority units ([`Class::Low`]) and of its
+    /// queue discipline's active queue management.
+    #[derive(Serialize)]
+    pub struct ClassCounters {
+        /// Low-priority units whose transmission started.
+        pub packets_low: u64,
+        /// Low-priority units dropped by the queue (refused or dropped later).
+        pub drops_queue_low: u64,
+        /// Low-priority units taken by the loss model.
+        pub drops_loss_low: u64,
+        /// Drops decided by active queue management (RED, CoDel): part of
+        /// `drops_queue`.
+        pub drops_aqm: u64,
+        /// Units marked ECN Congestion Experienced by the queue (RFC 3168).
+        pub marks_ecn: u64,
     }
 }
 
@@ -66,11 +92,12 @@ pub struct LinkDirection<U> {
 }
 
 impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
-    pub fn new(cfg: &LinkDirConfig, loss: LossState) -> Self {
+    /// A link direction; `queue_rng` is its queue discipline's own random stream.
+    pub fn new(cfg: &LinkDirConfig, loss: LossState, queue_rng: RngStream) -> Self {
         LinkDirection {
             rate: cfg.rate,
             delay: cfg.delay,
-            queue: cfg.queue.build(),
+            queue: cfg.queue.build(cfg.rate, queue_rng),
             in_tx: None,
             loss,
             tap: false,
@@ -88,6 +115,9 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         let done = now + self.rate.tx_time(size as u64);
         self.c.packets += 1;
         self.c.bytes += size as u64;
+        if unit.class() == Class::Low {
+            self.c.class.packets_low += 1;
+        }
         if self.tap {
             out.push(Emit::Now {
                 port: TAP,
@@ -114,7 +144,12 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
         }
         match self.queue.enqueue(now, unit) {
             Ok(()) => self.c.max_queue.update(self.queue.len() as u64),
-            Err(_dropped) => self.c.drops_queue += 1,
+            Err(dropped) => {
+                self.c.drops_queue += 1;
+                if dropped.class() == Class::Low {
+                    self.c.class.drops_queue_low += 1;
+                }
+            }
         }
     }
 
@@ -130,6 +165,9 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
         self.c.busy_ns += (now - started).as_nanos();
         if self.loss.lose(&unit) {
             self.c.drops_loss += 1;
+            if unit.class() == Class::Low {
+                self.c.class.drops_loss_low += 1;
+            }
         } else {
             out.push(Emit::At {
                 at: now + self.delay,
@@ -147,6 +185,11 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
         if let Some((_, started, _)) = &self.in_tx {
             c.busy_ns += now.saturating_sub(*started).as_nanos();
         }
+        let q = self.queue.stats();
+        c.drops_queue += q.dropped;
+        c.class.drops_queue_low += q.dropped_low;
+        c.class.drops_aqm = q.aqm_drops;
+        c.class.marks_ecn = q.ce_marks;
         c
     }
 }
@@ -154,7 +197,7 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::{Admission, QueueKind};
+    use crate::net::queue::tests::F as Q;
     use crate::rng::RngStream;
     use crate::stats::Since;
     use crate::units::Limit;
@@ -171,15 +214,14 @@ mod tests {
         let cfg = LinkDirConfig {
             rate: Rate(8_000_000), // 1 byte per us
             delay: SimDuration::from_millis(10),
-            queue: QueueConfig {
-                kind: QueueKind::Droptail,
-                admission: Admission {
-                    limit: Limit::Packets(limit),
-                },
-            },
+            queue: QueueConfig::droptail(Limit::Packets(limit)),
             loss: loss.clone(),
         };
-        LinkDirection::new(&cfg, LossState::new(loss, RngStream::new(1, "t")))
+        LinkDirection::new(
+            &cfg,
+            LossState::new(loss, RngStream::new(1, "t")),
+            RngStream::new(1, "q"),
+        )
     }
 
     fn at(e: &Emit<F>) -> (SimTime, PortId, u32) {
@@ -241,5 +283,52 @@ mod tests {
         let end = l.metrics(SimTime(3_000_000));
         assert_eq!(end.since(&base).busy_ns, 600_000);
         assert_eq!(end.since(&base).packets, 0);
+    }
+
+    #[test]
+    fn class_counters_take_queue_drops_push_outs_and_losses_by_class() {
+        use crate::net::queue::{Admission, Discipline};
+        let cfg = LinkDirConfig {
+            rate: Rate(8_000_000),
+            delay: SimDuration::from_millis(10),
+            queue: QueueConfig {
+                discipline: Discipline::Priority,
+                admission: Admission {
+                    limit: Limit::Packets(1),
+                },
+            },
+            // the second and third transmissions are lost, whatever their class
+            loss: LossModel::List { drop: vec![1, 2] },
+        };
+        let mut l: LinkDirection<Q> = LinkDirection::new(
+            &cfg,
+            LossState::new(cfg.loss.clone(), RngStream::new(1, "t")),
+            RngStream::new(1, "q"),
+        );
+        let mut out = vec![];
+        let t = SimTime(0);
+        l.handle(t, 0, Q::new(0, 100), &mut out); // in transmission
+        l.handle(t, 0, Q::low(1, 100), &mut out); // queued
+        l.handle(t, 0, Q::low(2, 100), &mut out); // refused
+        l.handle(t, 0, Q::new(3, 100), &mut out); // pushes out 1
+        let m = l.metrics(t);
+        assert_eq!((m.drops_queue, m.class.drops_queue_low), (2, 2));
+        l.handle_timeout(SimTime(100_000), &mut out); // 0 leaves, 3 starts (lost)
+        l.handle(SimTime(100_000), 0, Q::low(4, 100), &mut out);
+        l.handle_timeout(SimTime(200_000), &mut out); // 3 lost, 4 starts
+        l.handle_timeout(SimTime(300_000), &mut out); // 4 lost: link errors hit both
+        l.handle(SimTime(300_000), 0, Q::low(5, 100), &mut out);
+        l.handle_timeout(SimTime(400_000), &mut out);
+        let m = l.metrics(SimTime(400_000));
+        assert_eq!((m.packets, m.class.packets_low), (4, 2));
+        assert_eq!((m.drops_loss, m.class.drops_loss_low), (2, 1));
+        let ids: Vec<u32> = out
+            .iter()
+            .filter_map(|e| match e {
+                Emit::At { unit, .. } => Some(unit.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, [0, 5]);
     }
 }

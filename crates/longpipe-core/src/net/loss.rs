@@ -32,8 +32,9 @@ pub enum LossSpec {
     List { drop: Vec<u64> },
     /// Drop the first TCP segment of each connection that starts at one of these
     /// relative sequence numbers (the SYN is 0, the first data byte 1; as in the time
-    /// series), once each; like ns-3's `TcpSeqErrorModel`. A connection is recognised
-    /// by its SYN on this link direction. For exact tests.
+    /// series), once each; like ns-3's `TcpSeqErrorModel`. Pure ACKs (no payload, SYN
+    /// or FIN) are never dropped. A connection is recognised by its SYN on this link
+    /// direction. For exact tests.
     Seq { drop: Vec<u64> },
 }
 
@@ -157,6 +158,11 @@ impl LossState {
             let Some((isn, done)) = self.conns.get_mut(&key) else {
                 return false;
             };
+            // a pure ACK (no payload, SYN or FIN) occupies no sequence space: never
+            // "the segment that starts at" a listed number
+            if m.len == 0 && m.flags & (crate::wire::SYN | crate::wire::FIN) == 0 {
+                return false;
+            }
             let rel = m.seq.wrapping_sub(*isn) as u64;
             return drop.binary_search(&rel).is_ok() && done.insert(rel);
         }
@@ -295,6 +301,10 @@ mod tests {
         // Another connection has its own ISN and its own drops; one whose SYN was not
         // seen is left alone.
         assert!(!l.lose(&seg(2, 7, SYN)));
+        // the handshake's pure ACK starts at relative 1 too, but carries nothing
+        let mut pure = seg(2, 8, ACK);
+        pure.0.len = 0;
+        assert!(!l.lose(&pure));
         assert!(l.lose(&seg(2, 8, ACK)));
         assert!(!l.lose(&seg(3, 8, ACK)));
     }

@@ -1,9 +1,14 @@
 //! Network: packets, link directions (queue → transmitter → loss → delay), queue
 //! disciplines, loss models, forwarding nodes, routing, capture points.
 pub mod capture;
+pub mod codel;
+pub mod fq_codel;
 pub mod link;
 pub mod loss;
 pub mod node;
 pub mod packet;
+pub mod peach_droptail;
+pub mod priority;
 pub mod queue;
+pub mod red;
 pub mod routing;

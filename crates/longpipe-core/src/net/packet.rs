@@ -16,6 +16,22 @@ pub use crate::wire::{ACK, CWR, ECE, FIN, PSH, RST, SYN};
 /// IPv4 (20 B) + TCP (20 B) headers without options.
 pub const TCPIP_HEADER: u32 = 40;
 
+/// RFC 3168 §5 ECN codepoints (the low two bits of the IPv4 TOS byte).
+pub mod ecn {
+    /// Not ECN-capable transport.
+    pub const NOT_ECT: u8 = 0b00;
+    /// ECN-capable transport, ECT(1).
+    pub const ECT1: u8 = 0b01;
+    /// ECN-capable transport, ECT(0) (what RFC 3168 senders set).
+    pub const ECT0: u8 = 0b10;
+    /// Congestion experienced.
+    pub const CE: u8 = 0b11;
+}
+
+/// The DSCP of a low-priority ([`Class::Low`]) packet on the wire: Lower Effort,
+/// RFC 8622 (codepoint 000001). Normal packets carry DSCP 0 (default forwarding).
+pub const DSCP_LE: u8 = 0b00_0001;
+
 /// The IPv4 address of node `i`: 10.0.0.0 + i + 1.
 pub fn node_addr(i: usize) -> [u8; 4] {
     let v = 0x0a00_0000u32 + i as u32 + 1;
@@ -107,7 +123,10 @@ pub struct Packet {
     pub dst: [u8; 4],
     /// IPv4 total length in bytes (headers + options + payload).
     pub size: u32,
+    /// Traffic class; on the wire the DSCP ([`DSCP_LE`] for [`Class::Low`]).
     pub class: Class,
+    /// The IP ECN field ([`ecn`] codepoints).
+    pub ecn: u8,
     pub created: SimTime,
     pub seg: Segment,
 }
@@ -125,9 +144,19 @@ impl Packet {
             dst,
             size: TCPIP_HEADER + seg.opts.encoded_len() + seg.len,
             class: Class::Normal,
+            ecn: ecn::NOT_ECT,
             created: now,
             seg,
         }
+    }
+
+    /// The IPv4 TOS byte: DSCP from the class, then the ECN field.
+    pub fn tos(&self) -> u8 {
+        let dscp = match self.class {
+            Class::Normal => 0,
+            Class::Low => DSCP_LE,
+        };
+        dscp << 2 | (self.ecn & 3)
     }
 
     /// The header as the codec writes it: IPv4 ID from the uid, TTL 64, DF.
@@ -136,6 +165,7 @@ impl Packet {
             src_ip: self.src,
             dst_ip: self.dst,
             ip_id: self.uid as u16,
+            tos: self.tos(),
             ttl: 64,
             src_port: self.seg.sport,
             dst_port: self.seg.dport,
@@ -165,7 +195,12 @@ impl Packet {
             src: h.src_ip,
             dst: h.dst_ip,
             size: h.total_len() as u32,
-            class: Class::Normal,
+            class: if h.tos >> 2 == DSCP_LE {
+                Class::Low
+            } else {
+                Class::Normal
+            },
+            ecn: h.tos & 3,
             created: now,
             seg,
         }
@@ -178,6 +213,17 @@ impl Frame for Packet {
     }
     fn class(&self) -> Class {
         self.class
+    }
+    fn ecn(&self) -> u8 {
+        self.ecn
+    }
+    #[inline]
+    fn mark_ce(&mut self) -> bool {
+        if self.ecn == ecn::NOT_ECT {
+            return false;
+        }
+        self.ecn = ecn::CE;
+        true
     }
     fn tcp_meta(&self) -> Option<TcpMeta> {
         Some(TcpMeta {
@@ -236,6 +282,21 @@ mod tests {
             (q.seg.clone(), q.size, q.src, q.dst),
             (seg.clone(), p.size, p.src, p.dst)
         );
+
+        // class and ECN field travel in the TOS byte
+        let mut low = p.clone();
+        low.class = Class::Low;
+        low.ecn = ecn::CE;
+        assert_eq!(low.tos(), 0b0000_0111);
+        let mut bytes = vec![];
+        low.header().emit_with_zero_payload(&mut bytes);
+        let (h, _) = parse(&bytes).unwrap();
+        let q = Packet::from_header(SimTime(5), low.uid, &h);
+        assert_eq!((q.class, q.ecn), (Class::Low, ecn::CE));
+        assert!(!p.clone().mark_ce(), "a Not-ECT packet is never marked");
+        let mut e = p.clone();
+        e.ecn = ecn::ECT0;
+        assert!(e.mark_ce() && e.ecn == ecn::CE);
 
         seg.flags = ACK;
         seg.opts = Options {

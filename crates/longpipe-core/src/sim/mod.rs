@@ -19,6 +19,7 @@ use crate::net::link::{LinkDirection, OUT, TAP};
 use crate::net::loss::LossState;
 use crate::net::node::Forwarder;
 use crate::net::packet::node_addr;
+use crate::net::queue::QueueKind;
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
@@ -128,6 +129,12 @@ pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> Str
     }
 }
 
+/// The name of a link direction's queue-discipline stream, beside its loss stream's.
+pub fn queue_stream(loss_stream: &str) -> String {
+    let base = loss_stream.strip_suffix("/loss").unwrap_or(loss_stream);
+    format!("{base}/queue")
+}
+
 fn parse_capture(sc: &ValidScenario, spec: &str) -> Result<(usize, bool), ScenarioError> {
     for (i, _) in spec.match_indices('-') {
         let (a, b) = (&spec[..i], &spec[i + 1..]);
@@ -148,6 +155,16 @@ fn parse_capture(sc: &ValidScenario, spec: &str) -> Result<(usize, bool), Scenar
             "{spec:?} names no link: expected \"A-B\" where A and B are the two nodes of a link"
         ),
     })
+}
+
+/// Whether the result's links report per-class and AQM counters: when a queue is not
+/// drop-tail, or a flow sends low-priority segments or uses ECN.
+pub fn reports_classes(sc: &ValidScenario) -> bool {
+    sc.links
+        .iter()
+        .flat_map(|l| &l.dirs)
+        .any(|d| d.link.queue.kind() != QueueKind::Droptail)
+        || sc.flows.iter().any(|f| f.tcp.uses_classes())
 }
 
 pub struct Sim<'a> {
@@ -233,12 +250,14 @@ impl<'a> Sim<'a> {
         for (li, l) in sc.links.iter().enumerate() {
             for (k, info) in l.dirs.iter().enumerate() {
                 let (from, to) = if k == 0 { (l.a, l.b) } else { (l.b, l.a) };
-                let loss = LossState::new(
-                    info.link.loss.clone(),
-                    RngStream::new(seed, &loss_stream(sc, li, from, to)),
-                );
+                let stream = loss_stream(sc, li, from, to);
+                let loss = LossState::new(info.link.loss.clone(), RngStream::new(seed, &stream));
                 let e = match &info.layer2 {
-                    None => Elem::Link(LinkDirection::new(&info.link, loss)),
+                    None => Elem::Link(LinkDirection::new(
+                        &info.link,
+                        loss,
+                        RngStream::new(seed, &queue_stream(&stream)),
+                    )),
                     Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
                         cfg.clone(),
                         info.link.rate,
@@ -422,6 +441,7 @@ impl<'a> Sim<'a> {
                 },
                 bytes_delivered: rx.delivered,
                 sender: tx.clone(),
+                extra: info.tcp.uses_classes().then(|| tx.extra.clone()),
                 completion_time_s: rx.completed_at.0.map(|c| (c - start).as_secs_f64()),
                 mean_rtt_s: (tx.rtt_samples > 0)
                     .then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 * 1e-9),
@@ -429,16 +449,18 @@ impl<'a> Sim<'a> {
                 start_s: start.as_secs_f64(),
             });
         }
+        let report_classes = reports_classes(sc);
         let mut links = Vec::with_capacity(self.dirs.len());
         for (i, &id) in self.dirs.iter().enumerate() {
             let l = &sc.links[i / 2];
             let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
             let (a, b) = (sc.nodes[from].name.clone(), sc.nodes[to].name.clone());
-            links.push(match &delta[id as usize] {
+            let r = match &delta[id as usize] {
                 ElemMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured),
                 ElemMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
                 _ => unreachable!("a link direction"),
-            });
+            };
+            links.push(r.with_classes(report_classes));
         }
         let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
         let sum: f64 = g.iter().sum();

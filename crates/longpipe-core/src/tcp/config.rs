@@ -6,6 +6,7 @@
 use super::cc::hybla::HyblaSpec;
 use super::cc::CcConfig;
 use super::receiver::ReceiverConfig;
+use super::recovery::peach::{PeachSpec, ProbeAck, Variant};
 use super::recovery::RecoveryKind;
 use super::sender::SenderConfig;
 use crate::error::{err, ScenarioError};
@@ -28,6 +29,16 @@ pub enum TcpKind {
     /// TCP Hybla (Caini & Firrincieli 2004) window growth with NewReno loss recovery;
     /// options in `hybla`.
     Hybla,
+    /// TCP-Peach (Akyildiz et al. 2001): Sudden Start and Rapid Recovery with
+    /// low-priority dummy segments; options in `peach`.
+    Peach,
+    /// TCP-Peach+ (Akyildiz et al. 2002): Jump Start and Quick Recovery with NIL
+    /// segments carrying unacknowledged data; options in `peach`.
+    #[serde(rename = "peach+")]
+    PeachPlus,
+    /// TCP-Cherry (Utsumi et al. 2008), experimental reconstruction: supplement
+    /// segments, Fast-Forward Start, First-Aid Recovery; options in `peach`.
+    Cherry,
 }
 
 impl TcpKind {
@@ -37,6 +48,19 @@ impl TcpKind {
             TcpKind::Reno => "reno",
             TcpKind::Newreno => "newreno",
             TcpKind::Hybla => "hybla",
+            TcpKind::Peach => "peach",
+            TcpKind::PeachPlus => "peach+",
+            TcpKind::Cherry => "cherry",
+        }
+    }
+
+    /// The member of the TCP-Peach family, if this is one.
+    pub fn peach_variant(self) -> Option<Variant> {
+        match self {
+            TcpKind::Peach => Some(Variant::Peach),
+            TcpKind::PeachPlus => Some(Variant::PeachPlus),
+            TcpKind::Cherry => Some(Variant::Cherry),
+            _ => None,
         }
     }
 
@@ -48,6 +72,7 @@ impl TcpKind {
         Ok(match self {
             TcpKind::Tahoe | TcpKind::Reno | TcpKind::Newreno => CcConfig::Reno,
             TcpKind::Hybla => CcConfig::Hybla(HyblaSpec::resolve(hybla, &format!("{path}.hybla"))?),
+            TcpKind::Peach | TcpKind::PeachPlus | TcpKind::Cherry => CcConfig::Peach,
         })
     }
 
@@ -57,7 +82,13 @@ impl TcpKind {
         match self {
             TcpKind::Tahoe => RecoveryKind::Tahoe,
             TcpKind::Reno => RecoveryKind::Reno,
-            TcpKind::Newreno | TcpKind::Hybla => RecoveryKind::NewReno {
+            // the TCP-Peach family's recovery is built with its options in resolve();
+            // this is the NewReno fallback it replaces
+            TcpKind::Newreno
+            | TcpKind::Hybla
+            | TcpKind::Peach
+            | TcpKind::PeachPlus
+            | TcpKind::Cherry => RecoveryKind::NewReno {
                 partial_ack_timer_every: partial_ack_timer == PartialAckTimer::Every,
             },
         }
@@ -161,6 +192,13 @@ pub struct FlowSpec {
     /// SACK (RFC 2018 option, RFC 6675 loss recovery) when both ends have it. Default false.
     #[serde(default)]
     pub sack: bool,
+    /// ECN (RFC 3168) at both ends: negotiated on the handshake; ECT data, ECE/CWR.
+    /// Default false.
+    #[serde(default)]
+    pub ecn: bool,
+    /// Options of tcp = "peach", "peach+" and "cherry".
+    #[serde(default)]
+    pub peach: Option<PeachSpec>,
     /// Receiver delays ACKs (every second full segment, 200 ms timer). Default true.
     #[serde(default)]
     pub delayed_ack: Option<bool>,
@@ -198,6 +236,14 @@ pub struct TcpConfig {
     pub receiver: ReceiverConfig,
     pub start: SimTime,
     pub count: u32,
+}
+
+impl TcpConfig {
+    /// Whether the flow sends low-priority probes or uses ECN (its result then reports
+    /// those counters).
+    pub fn uses_classes(&self) -> bool {
+        self.sender.ecn || matches!(self.recovery, RecoveryKind::Peach(_))
+    }
 }
 
 impl FlowSpec {
@@ -278,6 +324,20 @@ impl FlowSpec {
             return err(format!("{p}.ssthresh"), "must be at least 1 segment");
         }
         let cc = self.tcp.cc(self.hybla.as_ref(), p)?;
+        let peach = match self.tcp.peach_variant() {
+            Some(v) => Some(PeachSpec::resolve(
+                self.peach.as_ref(),
+                v,
+                &format!("{p}.peach"),
+            )?),
+            None if self.peach.is_some() => {
+                return err(
+                    format!("{p}.peach"),
+                    "only applies to tcp = \"peach\", \"peach+\" or \"cherry\"",
+                )
+            }
+            None => None,
+        };
         let count = self.count.unwrap_or(1);
         if count == 0 {
             return err(format!("{p}.count"), "must be at least 1");
@@ -285,9 +345,12 @@ impl FlowSpec {
         Ok(TcpConfig {
             tcp: self.tcp,
             cc,
-            recovery: self
-                .tcp
-                .recovery(self.partial_ack_timer.unwrap_or_default()),
+            recovery: match peach {
+                Some(c) => RecoveryKind::Peach(c),
+                None => self
+                    .tcp
+                    .recovery(self.partial_ack_timer.unwrap_or_default()),
+            },
             sender: SenderConfig {
                 mss,
                 iw_bytes,
@@ -298,6 +361,7 @@ impl FlowSpec {
                 sack_permitted: self.sack,
                 initial_ssthresh: self.ssthresh.map(|s| s as u64 * mss as u64),
                 limited_transmit: self.limited_transmit,
+                ecn: self.ecn,
             },
             receiver: ReceiverConfig {
                 mss,
@@ -306,6 +370,8 @@ impl FlowSpec {
                 delayed_ack_timeout: delack,
                 sack: self.sack,
                 app_bytes,
+                ecn: self.ecn,
+                flag_probe_acks: peach.is_some_and(|c| c.probe_ack == ProbeAck::Flagged),
             },
             start: SimTime(self.start.map(|d| d.0 .0).unwrap_or(0)),
             count,

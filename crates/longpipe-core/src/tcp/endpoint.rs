@@ -180,6 +180,7 @@ impl Endpoint {
                 )
             }),
             sack,
+            ..Default::default()
         }
     }
 
@@ -234,7 +235,11 @@ impl Endpoint {
         let segs = std::mem::take(&mut self.segs);
         for s in &segs {
             let w = self.encode(s);
-            out.push(Packet::new(now, self.addrs.local, self.addrs.remote, w));
+            let mut p = Packet::new(now, self.addrs.local, self.addrs.remote, w);
+            // the IP header's class (DSCP) and ECN field
+            p.class = s.class;
+            p.ecn = s.ecn;
+            out.push(p);
         }
         self.segs = segs;
         self.segs.clear();
@@ -242,7 +247,9 @@ impl Endpoint {
 
     /// A packet for this endpoint; what it sends goes to `out`.
     pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
-        let seg = self.decode(&p.seg);
+        let mut seg = self.decode(&p.seg);
+        seg.class = p.class;
+        seg.ecn = p.ecn;
         let mut segs = std::mem::take(&mut self.segs);
         match &mut self.side {
             Side::Sender(s) => s.on_segment(now, &seg, &mut segs),

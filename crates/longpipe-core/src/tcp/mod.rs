@@ -5,6 +5,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod ecn;
 pub mod endpoint;
 pub mod receiver;
 pub mod recovery;

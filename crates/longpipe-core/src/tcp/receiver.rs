@@ -4,9 +4,13 @@
 //! (RFC 1122 §4.2.3.2, RFC 5681 §4.2: every second segment, timer, immediate ACK on
 //! out-of-order data and on a segment that fills a gap), in-order delivery to the
 //! application, which reads at once (so the advertised window stays the buffer size;
-//! out-of-order data waits in a reassembly queue as in 4.4BSD).
+//! out-of-order data waits in a reassembly queue as in 4.4BSD), the receiver side of
+//! ECN ([`super::ecn`]), and, for the TCP-Peach family, ACKs that flag the answer to a
+//! low-priority probe ([`ReceiverConfig::flag_probe_acks`]).
 
+use super::ecn::EcnReceiver;
 use super::seg::{SackList, Seg, ACK, FIN, SYN};
+use crate::element::Class;
 use crate::stats::Last;
 use crate::time::{SimDuration, SimTime};
 
@@ -18,6 +22,12 @@ pub struct ReceiverConfig {
     pub delayed_ack_timeout: SimDuration,
     pub sack: bool,
     pub app_bytes: Option<u64>,
+    /// ECN (RFC 3168), if the peer offers it.
+    pub ecn: bool,
+    /// Answer every low-priority segment (a TCP-Peach probe) at once with an ACK of
+    /// the low-priority class, so that the sender can tell probe ACKs apart
+    /// (`peach.probe_ack = "flagged"`).
+    pub flag_probe_acks: bool,
 }
 
 /// RFC 7323 §2.3: smallest shift so that the buffer fits 16 bits, at most 14.
@@ -53,6 +63,7 @@ pub struct Receiver {
     our_seq: u64,
     unacked_segs: u32,
     delack_deadline: Option<SimTime>,
+    ecn: EcnReceiver,
     pub stats: ReceiverCounters,
 }
 
@@ -70,6 +81,7 @@ impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Self {
         let wscale = window_shift(cfg.buffer);
         let adv_wnd = (cfg.buffer >> wscale) << wscale;
+        let ecn = EcnReceiver::new(cfg.ecn);
         Receiver {
             cfg,
             state: State::Listen,
@@ -83,6 +95,7 @@ impl Receiver {
             our_seq: 1,
             unacked_segs: 0,
             delack_deadline: None,
+            ecn,
             stats: ReceiverCounters::default(),
         }
     }
@@ -136,13 +149,14 @@ impl Receiver {
         self.unacked_segs = 0;
         self.delack_deadline = None;
         out.push(Seg {
-            flags: ACK | extra_flags,
+            flags: ACK | extra_flags | self.ecn.ack_flags(),
             seq: self.our_seq,
             ack: self.rcv_nxt,
             wnd: self.adv_wnd,
             len: 0,
             syn_opts: None,
             sack: self.sack_blocks(),
+            ..Default::default()
         });
         if extra_flags & FIN != 0 {
             self.our_seq += 1;
@@ -157,7 +171,25 @@ impl Receiver {
         }
     }
 
+    /// A segment from the sender; ACKs go to `out`.
     pub fn on_segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
+        let n = out.len();
+        let established = self.state == State::Established;
+        let ce_echo = established && self.ecn.on_data(seg);
+        let probe =
+            self.cfg.flag_probe_acks && seg.class == Class::Low && seg.seq_len() > 0 && established;
+        self.segment(now, seg, out);
+        if (probe || ce_echo) && out.len() == n && self.state == State::Established {
+            self.ack(out, 0); // at once: a probe's answer, or the first CE echo
+        }
+        if probe {
+            for a in &mut out[n..] {
+                a.class = Class::Low;
+            }
+        }
+    }
+
+    fn segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
         if seg.flags & SYN != 0 {
             // First SYN or a retransmitted one: (re)send the SYN-ACK. The window in a
             // SYN segment is never scaled (RFC 7323 §2.2).
@@ -165,15 +197,16 @@ impl Receiver {
                 self.state = State::SynReceived;
                 self.rcv_nxt = 1;
                 self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
+                self.ecn.on_syn(seg.flags);
             }
             out.push(Seg {
-                flags: SYN | ACK,
+                flags: SYN | ACK | self.ecn.synack_flags(),
                 seq: 0,
                 ack: 1,
                 wnd: self.cfg.buffer.min(65_535),
                 len: 0,
                 syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
-                sack: None,
+                ..Default::default()
             });
             return;
         }
@@ -292,6 +325,8 @@ mod tests {
             delayed_ack_timeout: SimDuration::from_millis(200),
             sack: false,
             app_bytes: None,
+            ecn: false,
+            flag_probe_acks: false,
         });
         let mut out = vec![];
         r.on_segment(

@@ -66,6 +66,11 @@ impl Scoreboard {
         self.index(seq).map(|i| &self.segs[i])
     }
 
+    /// The most recently sent new segment still unacknowledged.
+    pub fn last(&self) -> Option<&SentSeg> {
+        self.segs.back()
+    }
+
     /// Records a retransmission of the segment starting at `seq`.
     pub fn mark_retransmitted(&mut self, seq: u64, now: SimTime) {
         if let Some(i) = self.index(seq) {

@@ -3,7 +3,9 @@
 //! never wrap), the window in bytes. [`super::endpoint`] converts them to and from the
 //! wire form ([`crate::net::packet::Segment`]).
 
-pub use crate::wire::{ACK, FIN, RST, SYN};
+use crate::element::Class;
+
+pub use crate::wire::{ACK, CWR, ECE, FIN, RST, SYN};
 
 /// SACK blocks carried by an ACK, as relative sequence numbers [left, right).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -32,6 +34,12 @@ pub struct Seg {
     pub syn_opts: Option<(u16, u8, bool)>,
     /// SACK option (None when absent; boxed to keep data segments small).
     pub sack: Option<Box<SackList>>,
+    /// Traffic class of the packet that carries it: [`Class::Low`] for TCP-Peach probe
+    /// segments and the ACKs that answer them.
+    pub class: Class,
+    /// The IP ECN field of the packet that carries it (RFC 3168;
+    /// [`crate::net::packet::ecn`]).
+    pub ecn: u8,
 }
 
 impl Seg {

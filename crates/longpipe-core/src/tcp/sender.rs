@@ -11,11 +11,13 @@
 //! recovery do). The two plug-ins never see each other; both act on [`Tx`].
 
 use super::cc::{CaState, CcState, CongestionControl};
+use super::ecn::{self, EcnSender};
 use super::recovery::{Recovery, RecoveryKind, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
 use super::FlowTrace;
+use crate::element::Class;
 use crate::time::SimTime;
 
 pub use super::tx::{SenderConfig, SenderCounters, SenderState, Tx, OWN_WINDOW};
@@ -57,7 +59,6 @@ impl Sender {
                     min_rtt_sample: None,
                     cwnd_limited: true,
                 },
-                cfg,
                 state: SenderState::Closed,
                 snd_una: 0,
                 snd_nxt: 0,
@@ -74,6 +75,8 @@ impl Sender {
                 persist_backoff: 0,
                 board: Scoreboard::default(),
                 sack_ok: false,
+                ecn: EcnSender::new(cfg.ecn),
+                cfg,
                 syn_sent_at: SimTime::ZERO,
                 syn_retx: false,
                 stats: SenderCounters::default(),
@@ -133,12 +136,16 @@ impl Sender {
         self.tx.state
     }
 
-    /// Earliest timer deadline.
+    /// Earliest timer deadline (the recovery scheme's own timer too: probe pacing).
     pub fn next_timer(&self) -> Option<SimTime> {
-        match (self.tx.rto_deadline, self.tx.persist_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.tx.rto_deadline,
+            self.tx.persist_at,
+            self.recovery.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Sends what the windows allow: the recovery scheme decides during recovery.
@@ -201,6 +208,7 @@ impl Sender {
         tx.peer_rcv_nxt = seg.seq + 1;
         tx.peer_wnd = seg.wnd;
         tx.sack_ok = tx.cfg.sack_permitted && seg.syn_opts.is_some_and(|o| o.2);
+        tx.ecn.on_synack(seg.flags);
         self.recovery = self.recovery_kind.build(tx.sack_ok);
         if !tx.syn_retx {
             tx.take_sample(now - tx.syn_sent_at);
@@ -214,6 +222,7 @@ impl Sender {
         self.cc.init(&mut tx.st);
         tx.rto_deadline = None;
         out.push(tx.pure_ack());
+        self.recovery.on_established(tx, &mut *self.cc, out);
         tx.try_send(out);
         tx.record();
     }
@@ -226,6 +235,10 @@ impl Sender {
         }
         let wnd_changed = seg.wnd != tx.peer_wnd;
         tx.peer_wnd = seg.wnd;
+        // An ACK of the low-priority class answers a probe (TCP-Peach family): never a
+        // duplicate ACK.
+        let probe_ack = seg.class == Class::Low;
+        let ecn_cut = ecn::on_ack(tx, &mut *self.cc, seg.flags, ack);
         let newly_sacked = match (&seg.sack, tx.sack_ok) {
             (Some(b), true) => {
                 if let Some(tr) = &mut tx.trace {
@@ -263,7 +276,9 @@ impl Sender {
                     tx.in_loss = false;
                     self.cc.set_state(&mut tx.st, CaState::Open);
                 }
-                self.cc.cong_avoid(&mut tx.st, acked);
+                if !ecn_cut {
+                    self.cc.cong_avoid(&mut tx.st, acked);
+                }
                 true
             };
             // RFC 6298 (5.2), (5.3)
@@ -279,6 +294,7 @@ impl Sender {
                 }
             }
         } else if ack == tx.snd_una
+            && !probe_ack
             && seg.len == 0
             && seg.flags & (SYN | FIN) == 0
             && tx.snd_max > tx.snd_una
@@ -291,9 +307,18 @@ impl Sender {
                 tx.limited_transmit(out);
             }
         }
+        if probe_ack {
+            let tx = &mut self.tx;
+            tx.stats.extra.probe_acks += 1;
+            self.recovery.on_probe_ack(tx, &mut *self.cc, out);
+        }
     }
 
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Seg>) {
+        if self.recovery.poll_timeout().is_some_and(|t| t <= now) {
+            self.tx.st.now = now;
+            self.recovery.on_timeout(&mut self.tx, &mut *self.cc, out);
+        }
         let tx = &mut self.tx;
         tx.st.now = now;
         if tx.persist_at.is_some_and(|p| p <= now) {
@@ -339,6 +364,7 @@ impl Sender {
                 tx.rtt.back_off();
                 tx.in_loss = true;
                 self.cc.set_state(&mut tx.st, CaState::Loss);
+                self.recovery.on_rto(tx, &mut *self.cc, out);
                 tx.try_send(out);
                 if tx.snd_nxt == tx.snd_una {
                     // A closed receiver window held the retransmission back: send it
@@ -374,6 +400,7 @@ mod tests {
             sack_permitted: false,
             initial_ssthresh: None,
             limited_transmit: false,
+            ecn: false,
         };
         Sender::new(
             cfg,

@@ -6,10 +6,12 @@
 //! orchestrates.
 
 use super::cc::{CaState, CcState, CongestionControl};
+use super::ecn::EcnSender;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
 use super::FlowTrace;
+use crate::element::Class;
 use crate::time::{SimDuration, SimTime};
 
 #[derive(Debug, Clone)]
@@ -26,6 +28,8 @@ pub struct SenderConfig {
     pub initial_ssthresh: Option<u64>,
     /// RFC 3042 Limited Transmit.
     pub limited_transmit: bool,
+    /// Offer ECN (RFC 3168).
+    pub ecn: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,10 +51,27 @@ crate::counters! {
         pub timeouts: u64,
         /// Fast-retransmit episodes (for Tahoe: fast retransmits).
         pub fast_recoveries: u64,
+        /// Probe and ECN counters (reported only for flows that use them).
+        #[serde(skip)]
+        pub extra: ExtraCounters,
         #[serde(skip)]
         pub rtt_sum_ns: u128,
         #[serde(skip)]
         pub rtt_samples: u64,
+    }
+}
+
+crate::counters! {
+    /// Counters of low-priority probes (TCP-Peach family) and of ECN.
+    #[derive(serde::Serialize)]
+    pub struct ExtraCounters {
+        /// Low-priority segments sent (dummy, NIL, supplement segments); not in
+        /// `segments_sent`.
+        pub probe_segments: u64,
+        /// ACKs that answered probes (flagged by the receiver).
+        pub probe_acks: u64,
+        /// Window reductions in response to ECN-Echo (RFC 3168 §6.1.2).
+        pub ecn_reductions: u64,
     }
 }
 
@@ -92,6 +113,8 @@ pub struct Tx {
     pub board: Scoreboard,
     /// SACK was negotiated (both SYNs carried SACK-permitted).
     pub sack_ok: bool,
+    /// RFC 3168 sender state.
+    pub ecn: EcnSender,
     pub(crate) syn_sent_at: SimTime,
     pub(crate) syn_retx: bool,
     pub stats: SenderCounters,
@@ -139,13 +162,13 @@ impl Tx {
 
     pub(crate) fn syn(&self) -> Seg {
         Seg {
-            flags: SYN,
+            flags: SYN | self.ecn.syn_flags(),
             seq: 0,
             ack: 0,
             wnd: OWN_WINDOW,
             len: 0,
             syn_opts: Some((self.cfg.mss.min(65_535) as u16, 0, self.cfg.sack_permitted)),
-            sack: None,
+            ..Default::default()
         }
     }
 
@@ -161,6 +184,14 @@ impl Tx {
 
     /// Emits the data segment starting at `seq` (new data or a retransmission).
     pub fn emit(&mut self, seq: u64, len: u32, fin: bool, out: &mut Vec<Seg>) {
+        self.emit_as(seq, len, fin, Class::Normal, out);
+    }
+
+    /// [`Tx::emit`] in traffic class `class`: a low-priority segment is a probe
+    /// (counted in `probe_segments`, not `segments_sent`; Not-ECT) that otherwise
+    /// updates the sending state like any transmission (TCP-Cherry's supplement
+    /// segments carrying new data).
+    pub fn emit_as(&mut self, seq: u64, len: u32, fin: bool, class: Class, out: &mut Vec<Seg>) {
         let now = self.st.now;
         let end = seq + len as u64 + fin as u64;
         let retx = seq < self.snd_max;
@@ -170,29 +201,59 @@ impl Tx {
             self.board.push(seq, end, now);
             self.snd_max = end;
         }
-        self.stats.segments_sent += 1;
-        if retx {
-            self.stats.retransmitted_segments += 1;
+        let probe = class == Class::Low;
+        if probe {
+            self.stats.extra.probe_segments += 1;
+        } else {
+            self.stats.segments_sent += 1;
+            if retx {
+                self.stats.retransmitted_segments += 1;
+            }
         }
-        if let Some(tr) = &mut self.trace {
+        let (ecn, ecn_flags) = if probe {
+            (0, 0)
+        } else {
+            self.ecn.data_marks(retx)
+        };
+        // the segment trace lists normal-priority transmissions only
+        if let (Some(tr), false) = (&mut self.trace, probe) {
             tr.seg_t_ns.push(now.0);
             tr.seg_seq.push(seq);
             tr.seg_len.push(len);
             tr.seg_retx.push(retx);
         }
         out.push(Seg {
-            flags: ACK | if fin { FIN } else { 0 },
+            flags: ACK | if fin { FIN } else { 0 } | ecn_flags,
             seq,
             ack: self.peer_rcv_nxt,
             wnd: OWN_WINDOW,
             len,
-            syn_opts: None,
-            sack: None,
+            class,
+            ecn,
+            ..Default::default()
         });
         // RFC 6298 (5.1)
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+    }
+
+    /// Emits a low-priority copy of the sent segment at `seq` (a TCP-Peach dummy or
+    /// NIL segment): it changes no sending state but the segment's retransmission
+    /// flag (Karn: its ACK may answer the copy).
+    pub fn emit_probe_copy(&mut self, seq: u64, len: u32, fin: bool, out: &mut Vec<Seg>) {
+        debug_assert!(seq + len as u64 + fin as u64 <= self.snd_max);
+        self.board.mark_retransmitted(seq, self.st.now);
+        self.stats.extra.probe_segments += 1;
+        out.push(Seg {
+            flags: ACK | if fin { FIN } else { 0 },
+            seq,
+            ack: self.peer_rcv_nxt,
+            wnd: OWN_WINDOW,
+            len,
+            class: Class::Low,
+            ..Default::default()
+        });
     }
 
     /// Retransmits the first unacknowledged segment.

@@ -155,6 +155,7 @@ mod tests {
             src_ip: [10, 0, 0, 1],
             dst_ip: [10, 0, 0, 2],
             ip_id: 3,
+            tos: 0,
             ttl: 64,
             src_port: 49152,
             dst_port: 5001,

@@ -143,6 +143,9 @@ pub struct TcpIpHeader {
     pub src_ip: [u8; 4],
     pub dst_ip: [u8; 4],
     pub ip_id: u16,
+    /// The IPv4 TOS byte (RFC 2474 DSCP in the upper six bits, RFC 3168 ECN field in
+    /// the lower two).
+    pub tos: u8,
     pub ttl: u8,
     pub src_port: u16,
     pub dst_port: u16,
@@ -179,7 +182,7 @@ impl TcpIpHeader {
         let total = self.total_len();
         assert!(total <= 65_535, "IPv4 total length {total} exceeds 65535");
         let ip = out.len();
-        out.extend_from_slice(&[0x45, 0]); // version 4, IHL 5; TOS 0
+        out.extend_from_slice(&[0x45, self.tos]); // version 4, IHL 5; TOS
         out.extend_from_slice(&(total as u16).to_be_bytes());
         out.extend_from_slice(&self.ip_id.to_be_bytes());
         out.extend_from_slice(&[0x40, 0]); // DF, fragment offset 0
@@ -357,6 +360,7 @@ pub fn parse(b: &[u8]) -> Result<(TcpIpHeader, ChecksumStatus), WireError> {
         src_ip: [b[12], b[13], b[14], b[15]],
         dst_ip: [b[16], b[17], b[18], b[19]],
         ip_id: be16(b, 4),
+        tos: b[1],
         ttl: b[8],
         src_port: be16(t, 0),
         dst_port: be16(t, 2),

@@ -30,6 +30,7 @@ impl Flow {
             src_ip,
             dst_ip,
             ip_id: 0,
+            tos: 0,
             ttl: 64,
             src_port,
             dst_port,
@@ -160,6 +161,8 @@ fn conversation() -> Vec<(u64, TcpIpHeader)> {
         .enumerate()
         .map(|(i, mut h)| {
             h.ip_id = i as u16;
+            // every ECN codepoint, and DSCP LE (RFC 8622) on every third packet
+            h.tos = (i % 4) as u8 | if i % 3 == 0 { 1 << 2 } else { 0 };
             (1_000_000_000 + i as u64 * 1_234_567, h)
         })
         .collect()
@@ -196,6 +199,8 @@ const FIELDS: &[&str] = &[
     "ip.checksum.status",
     "tcp.srcport",
     "tcp.dstport",
+    "ip.dsfield.dscp",
+    "ip.dsfield.ecn",
     "tcp.seq_raw",
     "tcp.ack_raw",
     "tcp.flags",
@@ -331,6 +336,8 @@ fn check_fields(h: &TcpIpHeader, row: &BTreeMap<&str, String>, cap_len: usize) {
         assert_eq!(row[k], v, "field {k}\n{ctx}");
     }
     assert_eq!(num(&row["ip.id"]), h.ip_id as u64, "{ctx}");
+    assert_eq!(num(&row["ip.dsfield.dscp"]), (h.tos >> 2) as u64, "{ctx}");
+    assert_eq!(num(&row["ip.dsfield.ecn"]), (h.tos & 3) as u64, "{ctx}");
     assert_eq!(num(&row["tcp.flags"]), h.flags as u64, "{ctx}");
     // TCP checksum: verified good whenever the whole segment was captured; tshark
     // leaves it unverified (2) when the payload was cut by the snap length.

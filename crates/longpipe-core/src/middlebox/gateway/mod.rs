@@ -170,6 +170,16 @@ impl GatewaySpec {
         }
         let split = if split {
             let tcp = self.tcp.unwrap_or_default();
+            if tcp.peach_variant().is_some() {
+                return err(
+                    format!("{path}.tcp"),
+                    format!(
+                        "{:?} needs a receiver that flags probe ACKs; the split gateway \
+                         offers tahoe, reno, newreno and hybla",
+                        tcp.name()
+                    ),
+                );
+            }
             Some(SplitConfig {
                 cc: tcp.cc(self.hybla.as_ref(), path)?,
                 tcp,

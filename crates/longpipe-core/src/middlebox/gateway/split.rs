@@ -52,6 +52,8 @@ impl SplitConn {
             delayed_ack_timeout: SimDuration::from_millis(200),
             sack: syn.seg.opts.sack_permitted,
             app_bytes: None,
+            ecn: false,
+            flag_probe_acks: false,
         });
         let tx = Sender::new_streaming(
             SenderConfig {
@@ -64,6 +66,7 @@ impl SplitConn {
                 sack_permitted: split.sack,
                 initial_ssthresh: None,
                 limited_transmit: false,
+                ecn: false,
             },
             split.cc.build(),
             split.tcp.recovery(PartialAckTimer::First),

@@ -8,6 +8,7 @@
 //! Windows are in bytes.
 
 pub mod hybla;
+pub mod peach;
 pub mod reno;
 
 use crate::time::{SimDuration, SimTime};
@@ -21,6 +22,8 @@ pub enum CcConfig {
     Reno,
     /// TCP Hybla.
     Hybla(hybla::HyblaConfig),
+    /// The TCP-Peach family's window rules.
+    Peach,
 }
 
 impl CcConfig {
@@ -28,6 +31,7 @@ impl CcConfig {
         match self {
             CcConfig::Reno => Box::new(reno::Reno),
             CcConfig::Hybla(c) => Box::new(hybla::Hybla::new(*c)),
+            CcConfig::Peach => Box::new(peach::PeachCc),
         }
     }
 }

@@ -8,6 +8,11 @@
 //! - [`newreno`]: RFC 6582 fast recovery with partial ACKs.
 //! - [`sack`]: RFC 6675 conservative SACK-based loss recovery (used by Reno and NewReno
 //!   when SACK is negotiated).
+//! - [`peach`]: TCP-Peach (Sudden Start, Rapid Recovery with dummy segments),
+//!   TCP-Peach+ (Jump Start, Quick Recovery with NIL segments) and the experimental
+//!   TCP-Cherry: schemes that also send low-priority probes, so they use the optional
+//!   hooks below (a timer for pacing probes, the ACKs that answer probes, the start of
+//!   the connection and the retransmission timeout).
 //!
 //! A scheme acts on the sender's [`Tx`] (state, scoreboard, transmission) and may ask
 //! the congestion control for ssthresh; the sender core handles everything else: RTT
@@ -15,6 +20,7 @@
 //! recovery, Limited Transmit (RFC 3042).
 
 pub mod newreno;
+pub mod peach;
 pub mod reno;
 pub mod sack;
 pub mod tahoe;
@@ -22,6 +28,7 @@ pub mod tahoe;
 use super::cc::CongestionControl;
 use super::seg::Seg;
 use super::tx::Tx;
+use crate::time::SimTime;
 
 /// RFC 5681 / 6582 / 6675 DupThresh.
 pub const DUP_THRESH: u32 = 3;
@@ -46,6 +53,27 @@ pub trait Recovery: Send {
     fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
         tx.try_send(out);
     }
+    /// The connection is established, before the first data is sent (cwnd = IW).
+    fn on_established(
+        &mut self,
+        _tx: &mut Tx,
+        _cc: &mut dyn CongestionControl,
+        _out: &mut Vec<Seg>,
+    ) {
+    }
+    /// An ACK that answers a low-priority probe arrived (after its cumulative ACK and
+    /// SACK blocks were processed; it never counts as a duplicate ACK).
+    fn on_probe_ack(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {
+    }
+    /// The scheme's own timer (pacing of probes), if set.
+    fn poll_timeout(&self) -> Option<SimTime> {
+        None
+    }
+    /// Runs the scheme's timer (`tx.st.now` is the time).
+    fn on_timeout(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
+    /// A retransmission timeout fired (after RFC 5681 (4): cwnd = 1 MSS, go back N),
+    /// before the retransmission is sent.
+    fn on_rto(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
 }
 
 /// The recovery scheme of a `tcp = ...` choice.
@@ -58,6 +86,8 @@ pub enum RecoveryKind {
         /// only (Impatient), RFC 6582 §4.
         partial_ack_timer_every: bool,
     },
+    /// TCP-Peach, TCP-Peach+ or TCP-Cherry (their own recovery, SACK or not).
+    Peach(peach::PeachConfig),
 }
 
 impl RecoveryKind {
@@ -65,6 +95,7 @@ impl RecoveryKind {
     pub fn build(self, sack: bool) -> Box<dyn Recovery> {
         match (self, sack) {
             (RecoveryKind::Tahoe, _) => Box::new(tahoe::Tahoe),
+            (RecoveryKind::Peach(c), _) => Box::new(peach::Peach::new(c, sack)),
             (_, true) => Box::new(sack::Sack::default()),
             (RecoveryKind::Reno, false) => Box::new(reno::Reno),
             (
