@@ -61,6 +61,8 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
         out.append(f"gateway {g['node']}: {g['spoofed_acks']} spoofed ACKs, {g['go_back_n']} go-back-N "
                    f"({g['go_back_n_timeout']} on timeout), {g['segments_resent']} segments resent, "
                    f"{g['client_overruns']} beyond the client window, max buffer {g['max_buffer_bytes']} B"
+                   + ("" if g.get("satellite_efficiency") is None
+                      else f", satellite efficiency {g['satellite_efficiency']:.3f}")
                    + (", FAILED" if g["failed"] else ""))
     nodes = data.get("nodes") or []
     if nodes:

@@ -144,6 +144,9 @@ pub struct GatewayResult {
     pub node: String,
     #[serde(flatten)]
     pub counters: GatewayCounters,
+    /// Spoof mode: bytes the client acknowledged ÷ bytes sent toward it (null if none
+    /// were sent).
+    pub satellite_efficiency: Option<f64>,
 }
 
 /// A node of the scenario and its IPv4 address (as in pcaps).

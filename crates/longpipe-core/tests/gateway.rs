@@ -101,13 +101,14 @@ fn one_lost_satellite_segment_one_go_back_n() {
     );
     assert_eq!(f.sender.fast_recoveries, 0);
     assert_eq!(f.bytes_delivered, 3_000_000);
-    // without the recover guard the old window's duplicate ACKs trigger more episodes
+    // the paper's gateway without the recover guard: the old window's duplicate ACKs
+    // trigger more episodes
     let literal = run(&sc(
         true,
         "loss = { kind = \"list\", drop = [300] }",
         "3MB",
         "120s",
-        "recover_guard = false",
+        "shared = false, recover_guard = false",
     ));
     assert!(literal.result.gateways[0].counters.go_back_n > 1);
     assert_eq!(literal.result.flows[0].bytes_delivered, 3_000_000);
@@ -184,4 +185,178 @@ fn split_mode_delivers_everything_and_keeps_the_client_window_limit() {
     println!("split+hybla {g:.0} end-to-end newreno {n:.0}");
     assert_eq!(fast.result.flows[0].bytes_delivered, 5_000_000);
     assert!(g > n, "split {g} vs end-to-end {n}");
+}
+
+/// `n` users (bulk or `size` each) over a 20 Mbit/s GEO uplink, client window 8760 B.
+fn users(n: u32, gw_opts: &str, size: &str, rwnd: &str, sat_loss: &str, duration: &str) -> String {
+    let app = if size.is_empty() {
+        String::new()
+    } else {
+        format!("app = {{ bytes = \"{size}\" }}")
+    };
+    format!(
+        r#"
+duration = "{duration}"
+[[node]]
+name = "gw"
+kind = "tcp-gateway"
+gateway = {{ {gw_opts} }}
+[[link]]
+a = "server"
+b = "gw"
+rate = "100Mbps"
+delay = "2ms"
+queue = {{ limit = "1000pkt" }}
+[[link]]
+a = "gw"
+b = "client"
+rate = "20Mbps"
+delay = "300ms"
+delay_ba = "50ms"
+queue = {{ limit = "1000pkt" }}
+{sat_loss}
+[[flow]]
+src = "server"
+dst = "client"
+count = {n}
+rwnd = "{rwnd}"
+{app}
+"#
+    )
+}
+
+#[test]
+fn a_shared_budget_fills_the_satellite_without_queue_drops_and_fairly() {
+    let paper = run(&users(10, "shared = false", "", "8760B", "", "20s"));
+    let shared = run(&users(10, "", "", "8760B", "", "20s"));
+    let sat = |o: &longpipe_core::RunOutput| {
+        o.result
+            .links
+            .iter()
+            .find(|l| l.a == "gw" && l.b == "client")
+            .unwrap()
+            .counters
+            .drops_queue
+    };
+    let sum =
+        |o: &longpipe_core::RunOutput| o.result.flows.iter().map(|f| f.goodput_bps).sum::<f64>();
+    println!(
+        "paper {} drops {}; shared {} drops {}",
+        sum(&paper),
+        sat(&paper),
+        sum(&shared),
+        sat(&shared)
+    );
+    // every connection a full window: the satellite queue overflows
+    assert!(sat(&paper) > 1000);
+    // one paced budget: nothing dropped, the line's payload rate nearly reached (20 Mbit/s
+    // × 1460/1500 = 19.47 Mbit/s; the first seconds are the handshakes and the ramp)
+    assert_eq!(sat(&shared), 0);
+    assert!(sum(&shared) > 17.0e6, "{}", sum(&shared));
+    assert!(sum(&shared) > 1.5 * sum(&paper));
+    assert!(shared.result.fairness_jain.unwrap() > 0.99);
+    let g = &shared.result.gateways[0].counters;
+    assert_eq!((g.go_back_n, g.segments_resent), (0, 0));
+    // all sent but what is still in flight at the end (at most the link window, 5/4 of
+    // 20 Mbit/s × 350 ms) reached the client
+    assert!(g.sat_bytes_sent - g.sat_bytes_delivered <= 1_093_750);
+}
+
+#[test]
+fn shared_mode_resends_only_the_lost_segments_the_client_acks_show() {
+    // A client window large enough to hold the satellite window: the segments after a
+    // hole are held, so only the holes need resending. Index 300 and 302 are data
+    // segments of one window (two holes: the second is revealed by a partial ACK).
+    for (drop, sack, want) in [
+        ("[300]", false, 1),
+        ("[300, 302]", false, 2),
+        ("[300, 302]", true, 2),
+    ] {
+        let sc = users(
+            1,
+            "",
+            "3MB",
+            "2MB",
+            &format!("loss = {{ kind = \"list\", drop = {drop} }}"),
+            "60s",
+        )
+        .replace("rwnd = ", &format!("sack = {sack}\nrwnd = "));
+        let o = run(&sc);
+        let g = &o.result.gateways[0].counters;
+        println!("{drop} sack {sack}: {g:?}");
+        assert_eq!(o.result.flows[0].bytes_delivered, 3_000_000);
+        assert_eq!(g.segments_resent, want, "{drop} sack {sack}");
+        assert_eq!(g.sat_bytes_sent - g.sat_bytes_delivered, want * 1460);
+        assert_eq!(g.go_back_n_timeout, 0);
+    }
+    // the paper's go-back-N resends the whole window from the hole
+    let sc = users(
+        1,
+        "shared = false",
+        "3MB",
+        "2MB",
+        "loss = { kind = \"list\", drop = [300] }",
+        "60s",
+    );
+    let g = run(&sc).result.gateways[0].counters.clone();
+    assert!(g.segments_resent > 100, "{g:?}");
+}
+
+#[test]
+fn shared_mode_beats_the_paper_on_finite_transfers_at_ber_1e6() {
+    let sc = |o: &str| {
+        users(
+            10,
+            o,
+            "1MB",
+            "8760B",
+            "loss = { kind = \"ber\", ber = 1e-6 }",
+            "120s",
+        )
+    };
+    let paper = run(&sc("shared = false"));
+    let shared = run(&sc(""));
+    let eff = |o: &longpipe_core::RunOutput| {
+        let g = &o.result.gateways[0].counters;
+        g.sat_bytes_delivered as f64 / g.sat_bytes_sent as f64
+    };
+    let last = |o: &longpipe_core::RunOutput| {
+        o.result
+            .flows
+            .iter()
+            .map(|f| f.completion_time_s.expect("every transfer completes"))
+            .fold(0.0, f64::max)
+    };
+    println!(
+        "efficiency paper {:.3} shared {:.3}; last done {:.1} s vs {:.1} s",
+        eff(&paper),
+        eff(&shared),
+        last(&paper),
+        last(&shared)
+    );
+    for o in [&paper, &shared] {
+        assert!(o
+            .result
+            .flows
+            .iter()
+            .all(|f| f.bytes_delivered == 1_000_000));
+    }
+    assert!(eff(&shared) > 2.0 * eff(&paper));
+    assert!(last(&shared) < last(&paper));
+    let g = &shared.result.gateways[0].counters;
+    assert_eq!(g.dropped_buffer_full, 0);
+    // the servers' timeouts (their FIN is not spoofed, and waits for the client) fall
+    let rtos = |o: &longpipe_core::RunOutput| {
+        o.result
+            .flows
+            .iter()
+            .map(|f| f.sender.timeouts)
+            .sum::<u64>()
+    };
+    println!(
+        "server timeouts: paper {} shared {}",
+        rtos(&paper),
+        rtos(&shared)
+    );
+    assert!(rtos(&shared) < rtos(&paper));
 }

@@ -41,7 +41,8 @@ def scenario(gateway: bool, ber: float, duration: str = "130s", size: str | None
         "duration": duration,
         "warmup": "10s",
         "node": [{"name": "gw", "kind": "tcp-gateway" if gateway else "router",
-                  **({"gateway": {"mode": "split", "tcp": "newreno"}} if gateway and split else {})}],
+                  **({"gateway": {"mode": "split", "tcp": "newreno"}} if gateway and split else
+                     {"gateway": {"shared": False}} if gateway else {})}],
         "link": [{"a": "server", "b": "gw", "rate": "100Mbps", "delay": "2ms", "queue": {"limit": "1000pkt"}}, sat],
         "flow": [{"src": "server", "dst": "client", "tcp": "newreno", "mss": 1460, "rwnd": "8760B",
                   "app": {"kind": "bulk", **({"bytes": size} if size else {})}}],

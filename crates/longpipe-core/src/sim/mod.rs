@@ -13,7 +13,7 @@ use crate::engine::driver::Driver;
 use crate::l2::rlc::RlcLink;
 use crate::l2::Layer2Config;
 use crate::middlebox::gateway::node::GatewayNode;
-use crate::middlebox::gateway::{default_window, Gateway};
+use crate::middlebox::gateway::{default_window, Gateway, Uplink};
 use crate::net::capture::{Capture, COPY, INLINE};
 use crate::net::link::{LinkDirection, OUT, TAP};
 use crate::net::loss::LossState;
@@ -291,7 +291,13 @@ impl<'a> Sim<'a> {
                     let up = &sc.links[g.uplink];
                     let k = if up.a == n { 0 } else { 1 };
                     let rtt = up.dirs[0].link.delay + up.dirs[1].link.delay;
-                    let gw = Gateway::new(g.cfg.clone(), default_window(up.dirs[k].link.rate, rtt));
+                    let rate = up.dirs[k].link.rate;
+                    let bdp = default_window(rate, rtt);
+                    let uplink = Uplink {
+                        rate: Some(rate),
+                        bdp,
+                    };
+                    let gw = Gateway::new(g.cfg.clone(), uplink);
                     let port = routes.in_port(n, (g.uplink as u32, 1 - k as u8));
                     Elem::Gateway(Box::new(GatewayNode::new(fwd, port, gw)))
                 }
@@ -474,6 +480,8 @@ impl<'a> Sim<'a> {
                 ElemMetrics::Gateway(c) => Some(GatewayResult {
                     node: sc.nodes[n].name.clone(),
                     counters: c.clone(),
+                    satellite_efficiency: (c.sat_bytes_sent > 0)
+                        .then(|| c.sat_bytes_delivered as f64 / c.sat_bytes_sent as f64),
                 }),
                 _ => None,
             })

@@ -72,8 +72,10 @@ pub struct GatewaySpec {
     /// Buffer per connection (default 1MB).
     #[serde(default)]
     pub buffer: Option<Bytes>,
-    /// Satellite-side window (default: the uplink's bandwidth-delay product, its rate
-    /// toward the client × its round-trip propagation delay, at least 65535 B).
+    /// Satellite-side window of one connection (default: the uplink's bandwidth-delay
+    /// product, its rate toward the client × its round-trip propagation delay, at least
+    /// 65535 B; in shared mode the link window): in shared mode a cap on the
+    /// connection's fair share.
     #[serde(default)]
     pub window: Option<Bytes>,
     /// Pace transmissions toward the client at this rate (default: no pacing).
@@ -99,6 +101,22 @@ pub struct GatewaySpec {
     /// Most connections tracked at once (default 65536); more pass through.
     #[serde(default)]
     pub max_conns: Option<u32>,
+    /// Spoof mode: one satellite budget per uplink shared fairly among the connections,
+    /// paced at the uplink's rate, one memory for all spoofed windows, and resends of
+    /// only what the client's ACKs (and SACK) show lost (default true; false = the
+    /// paper's gateway: a full window per connection and go-back-N). See
+    /// docs/notes/gateway-sharing.md.
+    #[serde(default)]
+    pub shared: Option<bool>,
+    /// Shared mode: bytes in flight over the satellite, all connections together
+    /// (default: 5/4 of the uplink's bandwidth-delay product, which is at least 65535 B;
+    /// the quarter covers the clients' delayed ACKs).
+    #[serde(default)]
+    pub link_window: Option<Bytes>,
+    /// Shared mode: the gateway's memory for all connections' data; spoofed windows
+    /// never promise more than is free (default: 4 × the link window).
+    #[serde(default)]
+    pub memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -142,6 +160,14 @@ pub struct GatewayConfig {
     pub recover_guard: bool,
     pub idle_timeout: SimDuration,
     pub max_conns: usize,
+    /// Spoof mode: share one satellite budget (and memory) among the connections.
+    pub shared: bool,
+    /// Shared mode: bytes in flight over the satellite, all connections; None = 5/4 of
+    /// the uplink's bandwidth-delay product.
+    pub link_window: Option<u64>,
+    /// Shared mode: bytes of data held for all connections together, including what
+    /// spoofed windows have promised; None = 4 × the link window.
+    pub memory: Option<u64>,
 }
 
 impl GatewaySpec {
@@ -161,6 +187,33 @@ impl GatewaySpec {
         }
         if self.iw == Some(0) {
             return err(format!("{path}.iw"), "must be at least 1 segment");
+        }
+        if self.link_window.is_some_and(|w| w.0 == 0) {
+            return err(
+                format!("{path}.link_window"),
+                "must be positive (omit it for the uplink's bandwidth-delay product)",
+            );
+        }
+        if self.memory.is_some_and(|w| w.0 == 0) {
+            return err(format!("{path}.memory"), "must be positive");
+        }
+        if split && (self.shared.is_some() || self.link_window.is_some() || self.memory.is_some()) {
+            return err(
+                format!("{path}.mode"),
+                "shared, link_window and memory apply to mode = \"spoof\"",
+            );
+        }
+        if self.shared != Some(false) && !split && self.recover_guard.is_some() {
+            return err(
+                format!("{path}.recover_guard"),
+                "applies to shared = false (the paper's go-back-N)",
+            );
+        }
+        if self.shared == Some(false) && (self.link_window.is_some() || self.memory.is_some()) {
+            return err(
+                format!("{path}.shared"),
+                "link_window and memory apply to shared = true",
+            );
         }
         if self.window.is_some_and(|w| w.0 == 0) {
             return err(
@@ -207,6 +260,9 @@ impl GatewaySpec {
                 .map(|d| d.0)
                 .unwrap_or(SimDuration::from_secs(300)),
             max_conns: self.max_conns.unwrap_or(65_536) as usize,
+            shared: self.mode != Some(GatewayMode::Split) && self.shared.unwrap_or(true),
+            link_window: self.link_window.map(|b| b.0),
+            memory: self.memory.map(|b| b.0),
         };
         if cfg.buffer == 0 {
             return err(format!("{path}.buffer"), "must be positive");
@@ -252,6 +308,11 @@ crate::counters! {
         pub conns_closed: u64,
         /// Connections passed through unaccelerated because the table was full.
         pub conns_refused: u64,
+        /// Spoof mode: payload bytes sent toward the client (first sends and resends),
+        /// and those the client acknowledged (each byte once): satellite efficiency is
+        /// their ratio.
+        pub sat_bytes_sent: u64,
+        pub sat_bytes_delivered: u64,
     }
 }
 
@@ -272,25 +333,104 @@ enum Conns {
     Split(BTreeMap<ConnKey, split::SplitConn>),
 }
 
+/// What the gateway knows of its satellite uplink.
+#[derive(Debug, Clone, Copy)]
+pub struct Uplink {
+    /// The uplink's rate toward the client: shared mode paces at it unless `pace` says
+    /// otherwise (None: no pacing).
+    pub rate: Option<Rate>,
+    /// The default satellite windows: the uplink's bandwidth-delay product
+    /// ([`default_window`]).
+    pub bdp: u64,
+}
+
+/// Shared mode: one satellite budget and one memory for all connections. The sums
+/// are kept up to date from each connection's change across every call into it.
+#[derive(Debug)]
+struct Shared {
+    /// Bytes in flight over the satellite, all connections.
+    budget: u64,
+    /// One connection's most bytes in flight.
+    cap: u64,
+    pace: Option<Rate>,
+    memory: u64,
+    pipe: u64,
+    reserved: u64,
+    active: usize,
+    next_send_at: SimTime,
+    /// Round robin: the connection that sent last.
+    cursor: Option<ConnKey>,
+}
+
+/// A connection's share of the sums, before a call into it.
+#[derive(Clone, Copy)]
+struct Part(u64, u64, bool);
+
+impl Part {
+    fn of(c: &spoof::Conn) -> Part {
+        Part(c.pipe(), c.reserved(), c.active())
+    }
+}
+
+impl Shared {
+    /// The sums after a connection changed from `before` to `c`.
+    fn account(&mut self, before: Part, c: Option<&spoof::Conn>) {
+        let after = c.map_or(Part(0, 0, false), Part::of);
+        self.pipe = self.pipe - before.0 + after.0;
+        self.reserved = self.reserved - before.1 + after.1;
+        self.active = self.active - before.2 as usize + after.2 as usize;
+    }
+
+    fn mem(&self, conns: usize) -> spoof::MemShare {
+        spoof::MemShare {
+            free: self.memory.saturating_sub(self.reserved),
+            fair: self.memory / conns.max(1) as u64,
+        }
+    }
+
+    /// A connection's fair share of the satellite budget (at most its cap).
+    fn limit(&self) -> u64 {
+        self.cap.min(self.budget / self.active.max(1) as u64).max(1)
+    }
+}
+
 pub struct Gateway {
     cfg: GatewayConfig,
-    /// Satellite-side window in bytes.
+    /// Satellite-side window in bytes (the paper's mode: per connection).
     window: u64,
+    shared: Option<Shared>,
     conns: Conns,
     failed: bool,
     pub stats: GatewayCounters,
 }
 
 impl Gateway {
-    /// A gateway whose satellite-side window defaults to `default_window` bytes.
-    pub fn new(cfg: GatewayConfig, default_window: u64) -> Self {
+    /// A gateway on an uplink: its default windows are the uplink's bandwidth-delay
+    /// product, shared mode paces at its rate.
+    pub fn new(cfg: GatewayConfig, up: Uplink) -> Self {
         let conns = if cfg.split.is_some() {
             Conns::Split(BTreeMap::new())
         } else {
             Conns::Spoof(BTreeMap::new())
         };
+        let shared = cfg.shared.then(|| {
+            // headroom of a quarter for the client's delayed ACKs
+            let budget = cfg.link_window.unwrap_or(up.bdp.saturating_mul(5) / 4);
+            Shared {
+                budget,
+                cap: cfg.window.unwrap_or(budget),
+                pace: cfg.pace.or(up.rate),
+                memory: cfg.memory.unwrap_or(budget.saturating_mul(4)),
+                pipe: 0,
+                reserved: 0,
+                active: 0,
+                next_send_at: SimTime::ZERO,
+                cursor: None,
+            }
+        });
         Gateway {
-            window: cfg.window.unwrap_or(default_window),
+            window: cfg.window.unwrap_or(up.bdp),
+            shared,
             cfg,
             conns,
             failed: false,
@@ -318,6 +458,12 @@ impl Gateway {
         }
     }
 
+    /// Shared mode: bytes in flight over the satellite and bytes of memory reserved,
+    /// all connections (tests, metrics).
+    pub fn shared_use(&self) -> Option<(u64, u64)> {
+        self.shared.as_ref().map(|s| (s.pipe, s.reserved))
+    }
+
     pub fn next_timer(&self) -> Option<SimTime> {
         let mut t = self.cfg.fail_at.filter(|_| !self.failed);
         let mut m = |x: SimTime| t = Some(t.map_or(x, |y: SimTime| y.min(x)));
@@ -327,6 +473,14 @@ impl Gateway {
                     c.next_timer(&self.cfg, self.window)
                         .into_iter()
                         .for_each(&mut m);
+                }
+                if let Some(sh) = &self.shared {
+                    if sh.pace.is_some() && sh.pipe < sh.budget {
+                        let limit = sh.limit();
+                        if cs.values().any(|c| c.wants_send(limit)) {
+                            m(sh.next_send_at);
+                        }
+                    }
                 }
             }
             Conns::Split(cs) => {
@@ -352,8 +506,11 @@ impl Gateway {
         match &mut self.conns {
             Conns::Spoof(cs) => {
                 if flags & RST != 0 {
-                    if cs.remove(&k).is_some() {
+                    if let Some(c) = cs.remove(&k) {
                         st.conns_closed += 1;
+                        if let Some(sh) = &mut self.shared {
+                            sh.account(Part::of(&c), None);
+                        }
                     }
                     out.push(pkt);
                     return;
@@ -367,15 +524,26 @@ impl Gateway {
                         st.conns_opened += 1;
                     }
                 }
+                let n = cs.len();
                 let Some(c) = cs.get_mut(&k) else {
                     out.push(pkt); // not a connection we track: pass through
                     return;
                 };
-                c.on_packet(cfg, self.window, st, now, dir, pkt, out);
-                if c.closed() {
+                let before = Part::of(c);
+                let mem = self
+                    .shared
+                    .as_ref()
+                    .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(n));
+                c.on_packet(cfg, self.window, mem, st, now, dir, pkt, out);
+                let closed = c.closed();
+                if let Some(sh) = &mut self.shared {
+                    sh.account(before, (!closed).then_some(&*c));
+                }
+                if closed {
                     cs.remove(&k);
                     st.conns_closed += 1;
                 }
+                self.pump(now, out);
             }
             Conns::Split(cs) => {
                 if flags & RST != 0 {
@@ -403,6 +571,36 @@ impl Gateway {
         }
     }
 
+    /// Shared mode: send while the pacer, the budget and some connection's fair share
+    /// allow, one segment at a time, the connections in round robin.
+    fn pump(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let (Some(sh), Conns::Spoof(cs)) = (&mut self.shared, &mut self.conns) else {
+            return;
+        };
+        use std::ops::Bound::{Excluded, Unbounded};
+        while sh.next_send_at <= now && sh.pipe < sh.budget {
+            let limit = sh.limit();
+            let pick = match sh.cursor {
+                Some(cur) => cs
+                    .range((Excluded(cur), Unbounded))
+                    .chain(cs.range(..=cur))
+                    .find(|(_, c)| c.wants_send(limit)),
+                None => cs.iter().find(|(_, c)| c.wants_send(limit)),
+            };
+            let Some((&k, _)) = pick else { break };
+            let c = cs.get_mut(&k).expect("picked");
+            let before = Part::of(c);
+            let sent = c.send_one(&mut self.stats, now, out);
+            sh.account(before, Some(c));
+            sh.cursor = Some(k);
+            match (sent, sh.pace) {
+                (Some(size), Some(r)) => sh.next_send_at = now + r.tx_time(size as u64),
+                (Some(_), None) => {}
+                (None, _) => break,
+            }
+        }
+    }
+
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.check_failure(now);
         if self.failed {
@@ -413,11 +611,23 @@ impl Gateway {
         match &mut self.conns {
             Conns::Spoof(cs) => {
                 for c in cs.values_mut() {
+                    let before = Part::of(c);
                     c.on_timer(&self.cfg, self.window, st, now, out);
+                    if let Some(sh) = &mut self.shared {
+                        sh.account(before, Some(c));
+                    }
                 }
                 let before = cs.len();
-                cs.retain(|_, c| !c.idle(now, idle));
+                let sh = &mut self.shared;
+                cs.retain(|_, c| {
+                    let gone = c.idle(now, idle);
+                    if let (true, Some(sh)) = (gone, sh.as_mut()) {
+                        sh.account(Part::of(c), None);
+                    }
+                    !gone
+                });
                 st.conns_closed += (before - cs.len()) as u64;
+                self.pump(now, out);
             }
             Conns::Split(cs) => {
                 for c in cs.values_mut() {
@@ -443,6 +653,9 @@ impl Gateway {
         match &mut self.conns {
             Conns::Spoof(cs) => cs.clear(),
             Conns::Split(cs) => cs.clear(),
+        }
+        if let Some(sh) = &mut self.shared {
+            (sh.pipe, sh.reserved, sh.active) = (0, 0, 0);
         }
     }
 }

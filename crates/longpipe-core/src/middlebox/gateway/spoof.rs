@@ -14,6 +14,21 @@
 //! server is dropped with a duplicate spoofed ACK (the server repairs it over the short
 //! terrestrial path).
 //!
+//! Shared mode (`shared = true`, the default; docs/notes/gateway-sharing.md): the
+//! gateway, not the connection, decides when to send ([`super::Gateway`] paces one
+//! satellite budget over all connections); a connection only says whether it has
+//! something to send and sends one segment when asked ([`Conn::send_one`]). Its
+//! in-flight bytes (`pipe`: sent, not acknowledged, not SACKed, not known lost) count
+//! against its fair share. A loss is inferred from the client's ACKs: the
+//! `dupthresh`-th duplicate ACK, a partial ACK during recovery, SACK blocks, or a
+//! resend that should have been acknowledged by now (one smoothed RTT and a quarter);
+//! only the segments shown lost are resent — the hole, the SACK holes below the
+//! highest SACKed byte, and what lies beyond the client's window (a receiver drops
+//! out-of-order data beyond its window). The RTO still resends everything in flight.
+//! Spoofed windows are limited by the gateway's free memory: a connection's promise
+//! (held data + the window it advertised) never grows past its fair share of memory
+//! or what is free.
+//!
 //! Sequence numbers: kept relative to each side's ISN (learned from its SYN) in 64 bits
 //! ([`SeqSpace`]). Windows (RFC 7323): the gateway speaks for the client toward the
 //! server, so it rewrites the window-scale option of the client's SYN to a shift large
@@ -28,7 +43,7 @@ use crate::tcp::receiver::window_shift;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::seq::SeqSpace;
 use crate::time::{SimDuration, SimTime};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone)]
 struct Held {
@@ -37,6 +52,40 @@ struct Held {
     seq_len: u64,
     sent_at: Option<SimTime>,
     retx: bool,
+    /// Shared mode: counted in `pipe` (sent, not SACKed, not known lost).
+    in_pipe: bool,
+    /// Shared mode: the client reported holding it (SACK).
+    sacked: bool,
+}
+
+impl Held {
+    fn new(pkt: Packet, seq_len: u64) -> Self {
+        Held {
+            pkt,
+            seq_len,
+            sent_at: None,
+            retx: false,
+            in_pipe: false,
+            sacked: false,
+        }
+    }
+}
+
+/// What the gateway's memory allows a connection's spoofed window (shared mode).
+#[derive(Debug, Clone, Copy)]
+pub struct MemShare {
+    /// Bytes of memory not reserved by any connection.
+    pub free: u64,
+    /// One connection's fair share of the memory.
+    pub fair: u64,
+}
+
+impl MemShare {
+    /// No limit beyond the per-connection buffer (the paper's gateway).
+    pub const UNLIMITED: MemShare = MemShare {
+        free: u64::MAX,
+        fair: u64::MAX,
+    };
 }
 
 /// One side's identity as learned from its SYN.
@@ -82,6 +131,22 @@ pub struct Conn {
     /// The window last advertised to the server in a spoofed ACK.
     adv_wnd: u64,
     last_seen: SimTime,
+    /// The right edge of the window promised to the server (relative): the server may
+    /// send up to here.
+    edge: u64,
+    /// Shared mode: bytes in flight toward the client (see [`Held::in_pipe`]).
+    pipe: u64,
+    /// Shared mode: segments known lost, to resend (relative sequence numbers).
+    lost: BTreeSet<u64>,
+    /// Shared mode: the client sends SACK blocks to the gateway.
+    sack_ok: bool,
+    /// The client's SYN offered SACK.
+    client_sack: bool,
+    /// The gateway added SACK-permitted to the server's SYN: strip SACK blocks from the
+    /// client segments it passes to the server.
+    strip_sack: bool,
+    /// Shared mode: in recovery until `client_una` reaches `recover`.
+    in_recovery: bool,
 }
 
 impl Conn {
@@ -110,7 +175,35 @@ impl Conn {
             fin_acked: false,
             adv_wnd: cfg.buffer,
             last_seen: now,
+            edge: 1,
+            pipe: 0,
+            lost: BTreeSet::new(),
+            sack_ok: false,
+            client_sack: false,
+            strip_sack: false,
+            in_recovery: false,
         }
+    }
+
+    /// Shared mode: bytes in flight toward the client.
+    pub fn pipe(&self) -> u64 {
+        self.pipe
+    }
+
+    /// Memory this connection holds or has promised to the server.
+    pub fn reserved(&self) -> u64 {
+        self.held_bytes + self.edge.saturating_sub(self.rcv_nxt)
+    }
+
+    /// Holds data not yet acknowledged by the client (competes for the satellite).
+    pub fn active(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Shared mode: something to send and room under `limit` bytes in flight.
+    pub fn wants_send(&self, limit: u64) -> bool {
+        self.pipe < limit
+            && (!self.lost.is_empty() || self.held.range(self.snd_nxt..).next().is_some())
     }
 
     pub fn held_bytes(&self) -> u64 {
@@ -155,10 +248,20 @@ impl Conn {
         }
     }
 
-    /// A client segment passing to the server: its window in the server's view.
-    fn rescale(&self, mut pkt: Packet) -> Packet {
+    /// A client segment passing to the server: its window in the server's view (its
+    /// promise is recorded), SACK blocks removed if the server did not negotiate SACK.
+    fn rescale(&mut self, mut pkt: Packet) -> Packet {
         let bytes = (pkt.seg.window as u64) << self.client_shift();
-        pkt.seg.window = (bytes >> self.server_view_shift()).min(65_535) as u16;
+        let wire = (bytes >> self.server_view_shift()).min(65_535);
+        pkt.seg.window = wire as u16;
+        if let Some(space) = self.server.space {
+            let ack = space.to_rel(pkt.seg.ack, self.rcv_nxt);
+            self.edge = self.edge.max(ack + (wire << self.server_view_shift()));
+        }
+        if self.strip_sack && pkt.seg.opts.sack.is_some() {
+            pkt.seg.opts.sack = None;
+            pkt.size = TCPIP_HEADER + pkt.seg.opts.encoded_len() + pkt.seg.len;
+        }
         pkt
     }
 
@@ -168,7 +271,7 @@ impl Conn {
 
     pub fn next_timer(&self, cfg: &GatewayConfig, window: u64) -> Option<SimTime> {
         let mut t = self.rto_at;
-        if self.next_send_at > SimTime::ZERO && self.can_send(window) {
+        if !cfg.shared && self.next_send_at > SimTime::ZERO && self.can_send(window) {
             t = Some(t.map_or(self.next_send_at, |x| x.min(self.next_send_at)));
         }
         if self.held.is_empty() {
@@ -178,10 +281,30 @@ impl Conn {
         t
     }
 
+    /// The window to advertise to the server: the free per-connection buffer, and no
+    /// more memory than this connection's fair share or what is free.
+    fn free_window(&self, cfg: &GatewayConfig, mem: MemShare) -> u64 {
+        if !cfg.shared {
+            return cfg.buffer.saturating_sub(self.held_bytes);
+        }
+        let own = self.reserved();
+        let allowed = cfg
+            .buffer
+            .min(own.saturating_add(mem.free))
+            .min(own.max(mem.fair));
+        // never below what was already promised (windows do not shrink)
+        allowed
+            .saturating_sub(self.held_bytes)
+            .max(self.edge.saturating_sub(self.rcv_nxt))
+    }
+
     /// An ACK in the client's name, to the server.
-    fn spoof_ack(&mut self, cfg: &GatewayConfig, now: SimTime) -> Packet {
-        let free = cfg.buffer.saturating_sub(self.held_bytes);
+    fn spoof_ack(&mut self, cfg: &GatewayConfig, mem: MemShare, now: SimTime) -> Packet {
+        let free = self.free_window(cfg, mem);
         self.adv_wnd = free;
+        let shift = self.server_view_shift();
+        let wire = (free >> shift).min(65_535);
+        self.edge = self.edge.max(self.rcv_nxt + (wire << shift));
         let (server, server_port, client, client_port) = self.key;
         let seg = Segment {
             sport: client_port,
@@ -189,17 +312,20 @@ impl Conn {
             seq: self.client.space.map_or(0, |s| s.to_wire(self.client_seq)),
             ack: self.server.space.map_or(0, |s| s.to_wire(self.rcv_nxt)),
             flags: ACK,
-            window: (free >> self.server_view_shift()).min(65_535) as u16,
+            window: wire as u16,
             ..Default::default()
         };
         Packet::new(now, client, server, seg)
     }
 
+    /// A packet of this connection; in the paper's mode (`!cfg.shared`) the connection
+    /// then sends what its window allows, in shared mode the gateway asks it to.
     #[allow(clippy::too_many_arguments)]
     pub fn on_packet(
         &mut self,
         cfg: &GatewayConfig,
         window: u64,
+        mem: MemShare,
         st: &mut GatewayCounters,
         now: SimTime,
         dir: Dir,
@@ -218,11 +344,26 @@ impl Conn {
                     self.server = side;
                     self.mss = seg.opts.mss.map_or(536, |m| m as u64);
                     self.client_wnd = self.mss;
+                    if cfg.shared {
+                        if self.client_sack && !seg.opts.sack_permitted {
+                            // the client offered SACK: let it report to the gateway
+                            seg.opts.sack_permitted = true;
+                            self.strip_sack = true;
+                            pkt.size = TCPIP_HEADER + seg.opts.encoded_len() + seg.len;
+                        }
+                        self.sack_ok = self.client_sack;
+                    }
                 }
                 Dir::ToServer => {
                     self.client = side;
                     self.client_wnd = seg.window as u64; // never scaled in a SYN
                     self.client_seq = 1;
+                    self.client_sack = seg.opts.sack_permitted;
+                    if cfg.shared && seg.flags & ACK != 0 {
+                        // a SYN-ACK carries SACK-permitted only if the server's SYN did
+                        self.sack_ok = seg.opts.sack_permitted;
+                    }
+                    self.edge = self.edge.max(1 + seg.window as u64);
                     if let Some(ws) = seg.opts.wscale {
                         // speak for the client with a scale that fits the buffer
                         self.gw_shift = ws.max(window_shift(cfg.buffer));
@@ -241,16 +382,26 @@ impl Conn {
                     out.push(pkt);
                     return;
                 }
-                self.on_server_segment(cfg, st, now, pkt, out);
+                self.on_server_segment(cfg, mem, st, now, pkt, out);
+            }
+            Dir::ToServer if cfg.shared => {
+                self.on_client_segment_shared(cfg, mem, st, now, pkt, out)
             }
             Dir::ToServer => self.on_client_segment(cfg, st, now, pkt, out),
         }
-        self.send(cfg, window, st, now, out);
+        if !cfg.shared {
+            self.send(cfg, window, st, now, out);
+        }
+    }
+
+    fn hold(&mut self, seq: u64, pkt: Packet, seq_len: u64) {
+        self.held.insert(seq, Held::new(pkt, seq_len));
     }
 
     fn on_server_segment(
         &mut self,
         cfg: &GatewayConfig,
+        mem: MemShare,
         st: &mut GatewayCounters,
         now: SimTime,
         pkt: Packet,
@@ -264,45 +415,32 @@ impl Conn {
         let seq = space.to_rel(seg.seq, self.rcv_nxt);
         let fin = seg.flags & FIN != 0;
         let seq_len = seg.len as u64 + fin as u64;
+        let len = seg.len as u64;
         if seq == self.rcv_nxt && seg.len > 0 {
-            if self.held_bytes + seg.len as u64 > cfg.buffer {
+            // shared mode: beyond what was promised, only if the memory has room
+            let no_room = cfg.shared && seq + len > self.edge && len > mem.free;
+            if self.held_bytes + len > cfg.buffer || no_room {
                 st.dropped_buffer_full += 1;
-                out.push(self.spoof_ack(cfg, now));
+                out.push(self.spoof_ack(cfg, mem, now));
                 return;
             }
-            self.rcv_nxt = seq + seg.len as u64;
-            self.held_bytes += seg.len as u64;
+            self.rcv_nxt = seq + len;
+            self.held_bytes += len;
             st.max_buffer_bytes.update(self.held_bytes);
             if fin {
                 self.fin_seen = true;
             }
             st.spoofed_acks += 1;
-            let ack = self.spoof_ack(cfg, now);
-            self.held.insert(
-                seq,
-                Held {
-                    pkt,
-                    seq_len,
-                    sent_at: None,
-                    retx: false,
-                },
-            );
+            let ack = self.spoof_ack(cfg, mem, now);
+            self.hold(seq, pkt, seq_len);
             out.push(ack);
         } else if seg.len == 0 && fin && seq == self.rcv_nxt {
             // a bare FIN: forward in sequence (kept so that it is resent if lost)
             self.fin_seen = true;
-            self.held.insert(
-                seq,
-                Held {
-                    pkt,
-                    seq_len,
-                    sent_at: None,
-                    retx: false,
-                },
-            );
+            self.hold(seq, pkt, seq_len);
         } else {
             // out of order or duplicate: a duplicate spoofed ACK, data not kept
-            out.push(self.spoof_ack(cfg, now));
+            out.push(self.spoof_ack(cfg, mem, now));
         }
     }
 
@@ -324,27 +462,29 @@ impl Conn {
             // The client's FIN goes to the server; its ACK field still releases data.
             self.client_fin = true;
             if ack > self.client_una {
-                self.release(now, ack);
+                self.release(st, now, ack);
             }
             if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
                 self.fin_acked = true;
             }
-            out.push(self.rescale(pkt));
+            let p = self.rescale(pkt);
+            out.push(p);
             return;
         }
         self.client_wnd = (seg.window as u64) << self.client_shift();
         if ack > self.client_una {
-            self.release(now, ack);
+            self.release(st, now, ack);
             self.suppress = self.suppress.saturating_sub(1);
             // Back-pressure release: a window update to the server once at least two
             // segments' worth of buffer has freed since the last advertisement.
             let free = cfg.buffer.saturating_sub(self.held_bytes);
             if free >= self.adv_wnd + 2 * self.mss {
-                out.push(self.spoof_ack(cfg, now));
+                out.push(self.spoof_ack(cfg, MemShare::UNLIMITED, now));
             }
             if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
                 self.fin_acked = true;
-                out.push(self.rescale(pkt)); // the client's ACK of the FIN: the server may close
+                let p = self.rescale(pkt); // the client's ACK of the FIN: the server may close
+                out.push(p);
             }
             return;
         }
@@ -363,10 +503,180 @@ impl Conn {
         }
     }
 
+    /// Shared mode: a segment from the client. SACK blocks mark what it holds; a new
+    /// cumulative ACK releases data; the loss of the segment at the hole is inferred
+    /// from the `dupthresh`-th duplicate ACK, from a partial ACK in recovery, or from
+    /// a resend that is overdue.
+    fn on_client_segment_shared(
+        &mut self,
+        cfg: &GatewayConfig,
+        mem: MemShare,
+        st: &mut GatewayCounters,
+        now: SimTime,
+        pkt: Packet,
+        out: &mut Vec<Packet>,
+    ) {
+        let Some(space) = self.server.space else {
+            out.push(pkt);
+            return;
+        };
+        let seg = &pkt.seg;
+        let ack = space.to_rel(seg.ack, self.client_una);
+        let is_fin = seg.flags & FIN != 0;
+        if !is_fin {
+            self.client_wnd = (seg.window as u64) << self.client_shift();
+        }
+        if self.sack_ok {
+            if let Some(sack) = seg.opts.sack.as_deref() {
+                for &(l, r) in &sack.blocks[..sack.n.min(4) as usize] {
+                    let (l, r) = (space.to_rel(l, ack), space.to_rel(r, ack));
+                    self.mark_sacked(l, r);
+                }
+            }
+        }
+        let advanced = ack > self.client_una;
+        if advanced {
+            self.release(st, now, ack);
+            if self.in_recovery {
+                if self.client_una >= self.recover {
+                    self.in_recovery = false;
+                } else {
+                    // a partial ACK: the client's next hole was lost too
+                    self.mark_hole(now, false);
+                }
+            }
+        } else if ack == self.client_una && self.client_una < self.snd_nxt && !is_fin {
+            if self.in_recovery {
+                self.check_overdue_resend(now);
+            } else {
+                self.dupacks += 1;
+                if self.dupacks >= cfg.dupthresh || self.sacked_beyond(cfg) {
+                    st.go_back_n += 1;
+                    self.in_recovery = true;
+                    self.recover = self.snd_nxt;
+                    self.mark_hole(now, true);
+                }
+            }
+        }
+        if is_fin {
+            self.client_fin = true;
+            if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
+                self.fin_acked = true;
+            }
+            let p = self.rescale(pkt);
+            out.push(p);
+            return;
+        }
+        if advanced {
+            // Back-pressure release: a window update once at least two segments' worth
+            // more can be promised than at the last advertisement.
+            if self.free_window(cfg, mem) >= self.adv_wnd + 2 * self.mss {
+                out.push(self.spoof_ack(cfg, mem, now));
+            }
+            if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
+                self.fin_acked = true;
+                let p = self.rescale(pkt); // the client's ACK of the FIN: the server may close
+                out.push(p);
+            }
+        }
+    }
+
+    /// SACK blocks show `dupthresh` segments held above the hole (RFC 6675's rule).
+    fn sacked_beyond(&self, cfg: &GatewayConfig) -> bool {
+        self.sack_ok
+            && self
+                .held
+                .range(self.client_una..self.snd_nxt)
+                .filter(|(_, h)| h.sacked)
+                .count()
+                >= cfg.dupthresh as usize
+    }
+
+    fn mark_sacked(&mut self, l: u64, r: u64) {
+        if l >= r || r > self.snd_nxt {
+            return; // not a block of data the gateway sent
+        }
+        for (&s, h) in self.held.range_mut(l..r) {
+            if s + h.seq_len > r || h.sacked {
+                continue;
+            }
+            h.sacked = true;
+            if h.in_pipe {
+                h.in_pipe = false;
+                self.pipe -= h.pkt.seg.len as u64;
+            }
+            self.lost.remove(&s);
+        }
+    }
+
+    fn mark_lost(&mut self, s: u64) {
+        let Some(h) = self.held.get_mut(&s) else {
+            return;
+        };
+        if h.sacked || h.sent_at.is_none() {
+            return;
+        }
+        if h.in_pipe {
+            h.in_pipe = false;
+            self.pipe -= h.pkt.seg.len as u64;
+        }
+        self.lost.insert(s);
+    }
+
+    /// The segment at the client's hole is lost (or, `first` = at the start of
+    /// recovery, shown lost by duplicate ACKs). What else the client cannot hold is lost
+    /// with it: SACK holes below the highest SACKed segment, and every segment sent
+    /// beyond the client's window from the hole (a receiver drops out-of-order data
+    /// beyond its window, and all of them reach it before the resent hole).
+    fn mark_hole(&mut self, now: SimTime, first: bool) {
+        let una = self.client_una;
+        let Some((&s, h)) = self.held.range(una..).next() else {
+            return;
+        };
+        // a partial ACK that reaches a segment resent in this recovery, still on its
+        // way, shows nothing new
+        if !first && h.retx && h.in_pipe && !self.overdue(now, h) {
+            return;
+        }
+        self.mark_lost(s);
+        let mut sack_top = una;
+        if self.sack_ok {
+            if let Some((&t, h)) = self.held.range(una..).rev().find(|(_, h)| h.sacked) {
+                sack_top = t + h.seq_len;
+            }
+        }
+        let beyond = una.saturating_add(self.client_wnd);
+        let lost: Vec<u64> = self
+            .held
+            .range(una..self.snd_nxt)
+            .filter(|&(&q, h)| h.in_pipe && (q < sack_top || q >= beyond))
+            .map(|(&q, _)| q)
+            .collect();
+        for q in lost {
+            self.mark_lost(q);
+        }
+    }
+
+    /// A resent segment that should have been acknowledged by now (no reordering on
+    /// the satellite: an ACK of anything sent after it shows it lost).
+    fn overdue(&self, now: SimTime, h: &Held) -> bool {
+        let srtt = self.rtt.srtt.unwrap_or(self.rtt.rto());
+        h.sent_at
+            .is_some_and(|t| now > t + srtt + SimDuration(srtt.0 / 4))
+    }
+
+    fn check_overdue_resend(&mut self, now: SimTime) {
+        if let Some((_, h)) = self.held.range(self.client_una..).next() {
+            if h.in_pipe && h.retx && self.overdue(now, h) {
+                self.mark_hole(now, true);
+            }
+        }
+    }
+
     /// The client acknowledged up to `ack`: free the buffer, take an RTT sample from the
     /// newest released segment unless any released one was resent (Karn), restart the
     /// timer.
-    fn release(&mut self, now: SimTime, ack: u64) {
+    fn release(&mut self, st: &mut GatewayCounters, now: SimTime, ack: u64) {
         let mut newest = None;
         let mut any_retx = false;
         while let Some((&s, h)) = self.held.iter().next() {
@@ -375,8 +685,14 @@ impl Conn {
             }
             any_retx |= h.retx;
             newest = h.sent_at;
-            self.held_bytes -= h.pkt.seg.len as u64;
+            let len = h.pkt.seg.len as u64;
+            if h.in_pipe {
+                self.pipe -= len;
+            }
+            self.held_bytes -= len;
+            st.sat_bytes_delivered += len;
             self.held.remove(&s);
+            self.lost.remove(&s);
         }
         if let (Some(t), false) = (newest, any_retx) {
             self.rtt.sample(now - t);
@@ -400,6 +716,32 @@ impl Conn {
         self.next_send_at = now;
     }
 
+    /// The copy of held segment `seq` to send now, counted.
+    fn transmit(&mut self, seq: u64, st: &mut GatewayCounters, now: SimTime) -> Packet {
+        let client_seq = self.client.space.map_or(0, |s| s.to_wire(self.client_seq));
+        let h = self.held.get_mut(&seq).expect("a held segment");
+        let resend = h.sent_at.is_some();
+        h.retx |= resend;
+        h.sent_at = Some(now);
+        let mut p = h.pkt.clone();
+        p.seg.ack = client_seq;
+        p.created = now;
+        p.uid = crate::net::packet::UNSTAMPED;
+        let end = seq + h.seq_len;
+        st.sat_bytes_sent += p.seg.len as u64;
+        if resend {
+            st.segments_resent += 1;
+        }
+        if end > self.client_una + self.client_wnd {
+            st.client_overruns += 1;
+        }
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+        p
+    }
+
+    /// The paper's mode: send what the connection's window allows.
     fn send(
         &mut self,
         cfg: &GatewayConfig,
@@ -408,37 +750,42 @@ impl Conn {
         now: SimTime,
         out: &mut Vec<Packet>,
     ) {
-        let client_seq = self.client.space.map_or(0, |s| s.to_wire(self.client_seq));
         while self.can_send(window) && self.next_send_at <= now {
-            let (&seq, h) = self
-                .held
-                .range_mut(self.snd_nxt..)
-                .next()
-                .expect("can_send");
+            let (&seq, h) = self.held.range(self.snd_nxt..).next().expect("can_send");
             debug_assert_eq!(seq, self.snd_nxt);
-            let resend = h.sent_at.is_some();
-            h.retx |= resend;
-            h.sent_at = Some(now);
-            let mut p = h.pkt.clone();
-            p.seg.ack = client_seq;
-            p.created = now;
-            p.uid = crate::net::packet::UNSTAMPED;
             self.snd_nxt = seq + h.seq_len;
-            if resend {
-                st.segments_resent += 1;
-            }
-            if self.snd_nxt > self.client_una + self.client_wnd {
-                st.client_overruns += 1;
-            }
+            let p = self.transmit(seq, st, now);
             let size = p.seg.len;
             out.push(p);
-            if self.rto_at.is_none() {
-                self.rto_at = Some(now + self.rtt.rto());
-            }
             if let Some(r) = cfg.pace {
                 self.next_send_at = now + r.tx_time((size + TCPIP_HEADER) as u64);
             }
         }
+    }
+
+    /// Shared mode: send one segment (a lost one first, else new data); its size on
+    /// the wire, for the gateway's pacing.
+    pub fn send_one(
+        &mut self,
+        st: &mut GatewayCounters,
+        now: SimTime,
+        out: &mut Vec<Packet>,
+    ) -> Option<u32> {
+        let seq = match self.lost.pop_first() {
+            Some(s) => s,
+            None => {
+                let (&s, h) = self.held.range(self.snd_nxt..).next()?;
+                self.snd_nxt = s + h.seq_len;
+                s
+            }
+        };
+        let p = self.transmit(seq, st, now);
+        let h = self.held.get_mut(&seq).expect("a held segment");
+        h.in_pipe = true;
+        self.pipe += p.seg.len as u64;
+        let size = p.size;
+        out.push(p);
+        Some(size)
     }
 
     pub fn on_timer(
@@ -454,8 +801,27 @@ impl Conn {
             // recovers "without slow start or window reduction".
             self.rto_at = None;
             st.go_back_n_timeout += 1;
-            self.go_back_n(st, now);
+            if cfg.shared {
+                // everything in flight is presumed lost
+                st.go_back_n += 1;
+                self.in_recovery = true;
+                self.recover = self.snd_nxt;
+                let inflight: Vec<u64> = self
+                    .held
+                    .range(self.client_una..self.snd_nxt)
+                    .filter(|(_, h)| h.in_pipe)
+                    .map(|(&q, _)| q)
+                    .collect();
+                for q in inflight {
+                    self.mark_lost(q);
+                }
+                self.rto_at = Some(now + self.rtt.rto());
+            } else {
+                self.go_back_n(st, now);
+            }
         }
-        self.send(cfg, window, st, now, out);
+        if !cfg.shared {
+            self.send(cfg, window, st, now, out);
+        }
     }
 }

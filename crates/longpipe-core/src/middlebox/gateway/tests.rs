@@ -6,6 +6,11 @@ use crate::net::packet::{Options, Segment, ACK, FIN};
 
 const SERVER: [u8; 4] = [10, 0, 0, 1];
 const CLIENT: [u8; 4] = [10, 0, 0, 3];
+/// An uplink without pacing (these tests feed packets by hand).
+const UP: Uplink = Uplink {
+    rate: None,
+    bdp: 100_000,
+};
 
 fn cfg(extra: &str) -> GatewayConfig {
     let spec: GatewaySpec = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
@@ -75,7 +80,7 @@ fn open(gw: &mut Gateway, sport: u16, c_isn: u32, s_isn: u32, ws: Option<u8>) ->
 
 #[test]
 fn client_opened_connection_is_accelerated_across_the_sequence_wrap() {
-    let mut gw = Gateway::new(cfg(r#""buffer":"1MB""#), 100_000);
+    let mut gw = Gateway::new(cfg(r#""buffer":"1MB","shared":false"#), UP);
     let (c_isn, s_isn) = (7_000, u32::MAX - 1_500); // the server's data wraps at byte 1500
     let out = open(&mut gw, 40_000, c_isn, s_isn, Some(2));
     assert_eq!(out.len(), 2, "both SYNs pass");
@@ -117,7 +122,7 @@ fn client_opened_connection_is_accelerated_across_the_sequence_wrap() {
 
 #[test]
 fn rst_forgets_and_a_full_table_passes_new_connections_through() {
-    let mut gw = Gateway::new(cfg(r#""max_conns":1"#), 100_000);
+    let mut gw = Gateway::new(cfg(r#""max_conns":1"#), UP);
     open(&mut gw, 1, 100, 200, None);
     assert_eq!(gw.conns(), 1);
     let mut out = vec![];
@@ -156,7 +161,7 @@ fn rst_forgets_and_a_full_table_passes_new_connections_through() {
 
 #[test]
 fn idle_connections_are_reaped_but_not_while_they_hold_data() {
-    let mut gw = Gateway::new(cfg(r#""idle_timeout":"10s""#), 100_000);
+    let mut gw = Gateway::new(cfg(r#""idle_timeout":"10s""#), UP);
     open(&mut gw, 1, 100, 200, None);
     open(&mut gw, 2, 100, 200, None);
     let mut out = vec![];
@@ -181,7 +186,7 @@ fn idle_connections_are_reaped_but_not_while_they_hold_data() {
 
 #[test]
 fn a_closed_connection_is_forgotten_after_both_fins() {
-    let mut gw = Gateway::new(cfg(""), 100_000);
+    let mut gw = Gateway::new(cfg(""), UP);
     open(&mut gw, 9, 1000, 2000, None);
     let mut out = vec![];
     gw.on_packet(
@@ -218,4 +223,84 @@ fn zero_window_and_zero_iw_are_refused() {
         .resolve("node[0].gateway")
         .unwrap_err();
     assert_eq!(e.path, "node[0].gateway.iw");
+}
+
+/// A greedy server on connection `port`: sends in-order 1000 B segments while the
+/// latest spoofed ACK's window allows; returns how many the gateway took.
+fn fill(gw: &mut Gateway, port: u16, s_isn: u32, t: u64) -> u32 {
+    let mut next = 1u32;
+    // relative right edge the server was granted: the client's SYN-ACK granted 60 000 B
+    // (its window field is not scaled)
+    let mut edge = 1 + 60_000u32;
+    let mut out = vec![];
+    let mut taken = 0;
+    while next + 1000 <= edge && taken < 10_000 {
+        out.clear();
+        let data = pkt(true, port, ACK, s_isn.wrapping_add(next), 101, 1000);
+        gw.on_packet(SimTime(t + next as u64), Dir::ToClient, data, &mut out);
+        for a in out
+            .iter()
+            .filter(|p| p.src == CLIENT && p.seg.flags & ACK != 0)
+        {
+            let ack = a.seg.ack.wrapping_sub(s_isn);
+            // no scaling negotiated in these connections
+            edge = edge.max(ack + a.seg.window as u32);
+        }
+        next += 1000;
+        taken += 1;
+    }
+    taken
+}
+
+#[test]
+fn spoofed_windows_never_promise_more_than_the_shared_memory() {
+    let mut gw = Gateway::new(cfg(r#""memory":"200KB","buffer":"1MB""#), UP);
+    let mut taken = 0;
+    for port in 1..=4u16 {
+        open(&mut gw, port, 100, 1000 * port as u32, None);
+    }
+    for port in 1..=4u16 {
+        // nothing is acknowledged by the client (it is far away): the data stays held
+        taken += fill(&mut gw, port, 1000 * port as u32, 10 * port as u64);
+        let (_, reserved) = gw.shared_use().unwrap();
+        assert!(reserved <= 200_000 + 60_000, "{reserved}");
+    }
+    let held: u64 = (1..=4u16)
+        .map(|p| gw.held_bytes(&(SERVER, 5001, CLIENT, p)).unwrap())
+        .sum();
+    println!("taken {taken} held {held}");
+    // every segment the server was allowed to send was taken, none dropped
+    assert_eq!(gw.stats.dropped_buffer_full, 0);
+    assert_eq!(held, taken as u64 * 1000);
+    // and the memory (plus the clients' own 60 000 B SYN-ACK grants) bounds them all
+    assert!(held <= 200_000 + 4 * 60_000);
+    assert!(held >= 150_000, "the memory is used: {held}");
+}
+
+#[test]
+fn sack_offered_by_the_client_is_granted_toward_it_and_stripped_toward_the_server() {
+    let mut gw = Gateway::new(cfg(""), UP);
+    let mut out = vec![];
+    let mut s = syn(false, 7, 100, 0, None);
+    s.seg.opts.sack_permitted = true;
+    gw.on_packet(SimTime(0), Dir::ToServer, s, &mut out);
+    let s = syn(true, 7, 1000, 101, None); // the server does not offer SACK
+    let size = s.size;
+    gw.on_packet(SimTime(1), Dir::ToClient, s, &mut out);
+    let synack = &out[1];
+    assert!(
+        synack.seg.opts.sack_permitted,
+        "the client may SACK to the gateway"
+    );
+    assert_eq!(synack.size, size + 4, "SACK-permitted takes 2 B, padded");
+    // the client's FIN with a SACK block reaches the server without it
+    out.clear();
+    let mut fin = pkt(false, 7, ACK | FIN, 101, 1001, 0);
+    fin.seg.opts.sack = Some(Box::new(crate::wire::SackBlocks::from_slice(&[(
+        5000, 6000,
+    )])));
+    gw.on_packet(SimTime(2), Dir::ToServer, fin, &mut out);
+    let f = out.iter().find(|p| p.seg.flags & FIN != 0).unwrap();
+    assert!(f.seg.opts.sack.is_none());
+    assert_eq!(f.size, 40);
 }
