@@ -367,11 +367,18 @@ def _check_overrides(overrides: Any) -> dict[str, Any]:
 
 def prepare(scenario: str | os.PathLike[str] | Mapping[str, Any],
             overrides: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str | None]:
-    """The scenario as a JSON-ready dict with ``overrides`` applied, and its source name."""
+    """The scenario as a JSON-ready dict with ``overrides`` applied and the files its links
+    name (traces, schedule CSVs) read in, and its source name."""
     ov = _check_overrides(overrides)
     sc, src = load_scenario(scenario)
     for k, v in ov.items():
         apply_override(sc, k, v, src)
+    from ._linkfiles import load_link_files
+
+    try:
+        load_link_files(sc, src)
+    except ValueError as e:
+        raise ScenarioError(src, *e.args) from None
     return sc, src
 
 

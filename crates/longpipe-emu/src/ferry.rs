@@ -108,7 +108,7 @@ impl Net {
                     RngStream::new(seed, &loss_stream(sc, li, from, to)),
                 );
                 let e = match &info.layer2 {
-                    None => Elem::Link(LinkDirection::new(&info.link, loss)),
+                    None => Elem::Link(LinkDirection::build(&info.link, loss, seed)),
                     Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
                         cfg.clone(),
                         info.link.rate,
