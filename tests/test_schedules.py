@@ -50,9 +50,14 @@ def test_files_are_read_relative_to_the_scenario_file(tmp_path, monkeypatch):
     # the trace's capacity, 12 Mbit/s of opportunities, bounds the flow
     assert 6e6 < r.data["flows"][0]["goodput_bps"] <= 12e6 * 1460 / 1500
     assert r.data["links"][0]["drops_outage"] == 0 and "drops_outage" not in r.data["links"][1]
-    # a scenario given as a dict names files relative to the working directory
-    monkeypatch.chdir(tmp_path)
+    # a loaded scenario carries the files' content: it runs from anywhere as a dict
     d = json.loads(json.dumps(api.load_scenario(p)[0]))
+    assert longpipe.run(d).data["flows"][0]["goodput_bps"] == r.data["flows"][0]["goodput_bps"]
+    # a dict written by hand names files relative to the working directory
+    d["link"][0]["rate"] = {"trace": "sub/t.down"}
+    with pytest.raises(ScenarioError, match="no such file"):
+        longpipe.run(d)
+    monkeypatch.chdir(tmp_path)
     assert longpipe.run(d).data["flows"][0]["goodput_bps"] == r.data["flows"][0]["goodput_bps"]
 
 
