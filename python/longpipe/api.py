@@ -155,7 +155,8 @@ def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any]) -> tuple
     """Returns (scenario dict, source name) from a TOML/JSON path or a dict.
 
     A file must be a regular file of at most MAX_SCENARIO_BYTES, UTF-8 (a byte-order
-    mark is allowed); ``.json`` files are JSON, anything else TOML. Raises
+    mark is allowed); ``.json`` files are JSON, anything else TOML. The files its links
+    name (traces, schedule CSVs) are read in, relative to it. Raises
     ScenarioError for any problem with the file or its content, TypeError if
     ``scenario`` is neither a path (str or os.PathLike) nor a mapping.
     """
@@ -199,7 +200,18 @@ def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any]) -> tuple
             raise ScenarioError(src, "(syntax)", nest) from None
     if not isinstance(data, dict):
         raise ScenarioError(src, "(top level)", f"expected a table of scenario keys, got a {type(data).__name__}")
-    return scenario_tree(data, src), src
+    sc = scenario_tree(data, src)
+    _load_link_files(sc, src)  # relative to the file, so the dict runs from anywhere
+    return sc, src
+
+
+def _load_link_files(sc: dict[str, Any], src: str | None) -> None:
+    from ._linkfiles import load_link_files
+
+    try:
+        load_link_files(sc, src)
+    except ValueError as e:
+        raise ScenarioError(src, *e.args) from None
 
 
 _SEG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
@@ -367,11 +379,13 @@ def _check_overrides(overrides: Any) -> dict[str, Any]:
 
 def prepare(scenario: str | os.PathLike[str] | Mapping[str, Any],
             overrides: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str | None]:
-    """The scenario as a JSON-ready dict with ``overrides`` applied, and its source name."""
+    """The scenario as a JSON-ready dict with ``overrides`` applied and the files its links
+    name (traces, schedule CSVs) read in, and its source name."""
     ov = _check_overrides(overrides)
     sc, src = load_scenario(scenario)
     for k, v in ov.items():
         apply_override(sc, k, v, src)
+    _load_link_files(sc, src)
     return sc, src
 
 

@@ -114,7 +114,7 @@ impl LinkResult {
                 drops_loss: c.sdus_discarded,
                 max_queue: Peak(0),
                 busy_ns: 0,
-                class: Default::default(),
+                ..LinkCounters::default()
             },
             classes: None,
             l2: Some(L2Report::RlcAm(c.report(c.pdus_per_tti.0))),

@@ -12,12 +12,16 @@ use crate::middlebox::gateway::{GatewayConfig, GatewaySpec};
 use crate::net::link::LinkDirConfig;
 use crate::net::loss::{LossModel, LossSpec};
 use crate::net::queue::{QueueKind, QueueSpec};
+use crate::net::schedule::{LinkShape, Outage, ScheduleSpec};
+use crate::net::trace::LinkRate;
 use crate::tcp::config::{FlowSpec, TcpConfig};
+use crate::time::Rate;
 use crate::time::{SimDuration, SimTime};
-use crate::units::{Duration, RateQ};
+use crate::units::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The most flows a scenario may have (after `count`): each costs a few kB of state.
 pub const MAX_FLOWS: u64 = 1_000_000;
@@ -89,10 +93,11 @@ pub struct NodeSpec {
 pub struct LinkSpec {
     pub a: String,
     pub b: String,
-    /// Line rate a->b (and b->a unless rate_ba is given).
-    pub rate: RateQ,
+    /// Line rate a->b (and b->a unless rate_ba is given), or a Mahimahi trace
+    /// (`{ trace = "file.up" }`).
+    pub rate: LinkRate,
     #[serde(default)]
-    pub rate_ba: Option<RateQ>,
+    pub rate_ba: Option<LinkRate>,
     /// One-way propagation delay a->b (and b->a unless delay_ba is given).
     pub delay: Duration,
     #[serde(default)]
@@ -115,6 +120,15 @@ pub struct LinkSpec {
     /// Link layer b->a.
     #[serde(default)]
     pub layer2_ba: Option<Layer2Spec>,
+    /// Changes over time (`[[link.schedule]]`, net/schedule.rs).
+    #[serde(default)]
+    pub schedule: Vec<ScheduleSpec>,
+    /// What an outage does to units: "drop" (default) or "hold".
+    #[serde(default)]
+    pub outage: Option<Outage>,
+    /// Let a unit overtake earlier ones when the delay drops (default false: FIFO).
+    #[serde(default)]
+    pub reorder: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------------
@@ -258,7 +272,7 @@ fn plain_words(msg: &str) -> String {
 
 fn resolve_dir(
     p: &str,
-    rate: RateQ,
+    rate: Rate,
     delay: Duration,
     queue: (&str, Option<&QueueSpec>),
     loss: (&str, Option<&LossSpec>),
@@ -288,10 +302,11 @@ fn resolve_dir(
     }
     Ok(DirInfo {
         link: LinkDirConfig {
-            rate: rate.0,
+            rate,
             delay: delay.0,
             queue: queue_cfg,
             loss: loss_model,
+            sched: None,
         },
         layer2: layer2_cfg,
     })
@@ -370,17 +385,22 @@ impl Scenario {
                 }
             }
             let p = format!("link[{i}]");
-            let fwd = resolve_dir(
+            let (rate, trace) = l.rate.resolve(&format!("{p}.rate"))?;
+            let (rate_ba, trace_ba) = match &l.rate_ba {
+                Some(r) => r.resolve(&format!("{p}.rate_ba"))?,
+                None => (rate, trace.clone()),
+            };
+            let mut fwd = resolve_dir(
                 &p,
-                l.rate,
+                rate,
                 l.delay,
                 ("queue", l.queue.as_ref()),
                 ("loss", l.loss.as_ref()),
                 ("layer2", l.layer2.as_ref()),
             )?;
-            let rev = resolve_dir(
+            let mut rev = resolve_dir(
                 &p,
-                l.rate_ba.unwrap_or(l.rate),
+                rate_ba,
                 l.delay_ba.unwrap_or(l.delay),
                 if l.queue_ba.is_some() {
                     ("queue_ba", l.queue_ba.as_ref())
@@ -390,6 +410,44 @@ impl Scenario {
                 ("loss_ba", l.loss_ba.as_ref()),
                 ("layer2_ba", l.layer2_ba.as_ref()),
             )?;
+            let shape = LinkShape {
+                sym_rate: l.rate_ba.is_none(),
+                sym_delay: l.delay_ba.is_none(),
+                traced: [trace.is_some(), trace_ba.is_some()],
+            };
+            let parallel = self.link[..i]
+                .iter()
+                .filter(|o| (&o.a, &o.b) == (&l.a, &l.b) || (&o.a, &o.b) == (&l.b, &l.a))
+                .count();
+            let stream = match parallel {
+                0 => format!("link/{}-{}/schedule", l.a, l.b),
+                n => format!("link/{}-{}#{}/schedule", l.a, l.b, n + 1),
+            };
+            let scheds = crate::net::schedule::resolve(
+                &l.schedule,
+                shape,
+                l.outage.unwrap_or_default(),
+                l.reorder.unwrap_or(false),
+                [trace, trace_ba],
+                &stream,
+                &p,
+            )?;
+            for (k, (d, s)) in [&mut fwd, &mut rev].into_iter().zip(scheds).enumerate() {
+                if s.is_active() {
+                    if d.layer2.is_some() {
+                        let key = match (s.trace.is_some(), k) {
+                            (true, 0) => "rate",
+                            (true, _) => "rate_ba",
+                            (false, _) => "schedule",
+                        };
+                        return err(
+                            format!("{p}.{key}"),
+                            "schedules and traces apply to plain link directions, not to a link layer's",
+                        );
+                    }
+                    d.link.sched = Some(Arc::new(s));
+                }
+            }
             links.push(LinkInfo {
                 a: ends[0],
                 b: ends[1],

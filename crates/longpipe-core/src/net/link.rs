@@ -13,14 +13,23 @@
 //! queue refuses it or drops it later (an AQM, a push-out) and in `drops_loss` when the
 //! impairment takes it at the end of its transmission; the same three for low-priority
 //! units alone in [`ClassCounters`], with the discipline's AQM drops and ECN marks.
+//!
+//! A direction with a schedule (`[[link.schedule]]`, a trace-driven rate) has one more
+//! stage, which changes the others' parameters over time and takes the link down
+//! ([`link_sched.rs`](sched)); a direction without one never runs its code.
 
 use super::loss::{LossModel, LossState};
 use super::queue::{Queue, QueueConfig};
+use super::schedule::DirSchedule;
 use crate::element::{Class, Element, Emit, Frame, PortId};
 use crate::rng::RngStream;
-use crate::stats::Peak;
+use crate::stats::{Peak, Since};
 use crate::time::{Rate, SimDuration, SimTime};
 use serde::Serialize;
+use std::sync::Arc;
+
+#[path = "link_sched.rs"]
+mod sched;
 
 /// Output port toward the far end.
 pub const OUT: PortId = 0;
@@ -35,6 +44,51 @@ pub struct LinkDirConfig {
     pub delay: SimDuration,
     pub queue: QueueConfig,
     pub loss: LossModel,
+    /// Changes over time (None: fixed for the whole run). A direction gets it through
+    /// [`LinkDirection::with_schedule`].
+    pub sched: Option<Arc<DirSchedule>>,
+}
+
+/// A counter only some directions have (a scheduled one's outage drops): absent from
+/// the result where it does not apply. (A u64 with a sentinel, not an `Option`, so that
+/// a link direction stays small.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptCount(u64);
+
+impl OptCount {
+    const ABSENT: u64 = u64::MAX;
+    pub fn new(v: Option<u64>) -> Self {
+        OptCount(v.unwrap_or(Self::ABSENT))
+    }
+    pub fn get(&self) -> Option<u64> {
+        (self.0 != Self::ABSENT).then_some(self.0)
+    }
+    pub fn is_none(&self) -> bool {
+        self.0 == Self::ABSENT
+    }
+    fn add(&mut self, n: u64) {
+        if !self.is_none() {
+            self.0 += n;
+        }
+    }
+}
+
+impl Default for OptCount {
+    fn default() -> Self {
+        OptCount(Self::ABSENT)
+    }
+}
+
+impl Serialize for OptCount {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
+impl Since for OptCount {
+    fn since(&self, base: &Self) -> Self {
+        OptCount::new(self.get().map(|c| c - base.get().unwrap_or(0)))
+    }
 }
 
 crate::counters! {
@@ -46,6 +100,9 @@ crate::counters! {
         pub bytes: u64,
         pub drops_queue: u64,
         pub drops_loss: u64,
+        /// Units dropped because the link was down (only on scheduled directions).
+        #[serde(skip_serializing_if = "OptCount::is_none")]
+        pub drops_outage: OptCount,
         /// Largest queue occupancy seen (units waiting, excluding the one in
         /// transmission), over the whole run.
         #[serde(rename = "max_queue_packets")]
@@ -89,6 +146,8 @@ pub struct LinkDirection<U> {
     loss: LossState,
     tap: bool,
     c: LinkCounters,
+    /// The schedule stage; None on a fixed direction.
+    sched: Option<Box<sched::Sched<U>>>,
 }
 
 impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
@@ -102,6 +161,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             loss,
             tap: false,
             c: LinkCounters::default(),
+            sched: None,
         }
     }
 
@@ -137,6 +197,9 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
     type Metrics = LinkCounters;
 
     fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        if self.sched.is_some() {
+            return self.handle_sched(now, unit, out);
+        }
         if self.in_tx.is_none() {
             debug_assert!(self.queue.is_empty());
             self.start(now, unit, out);
@@ -154,10 +217,16 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
+        if let Some(s) = &self.sched {
+            return self.poll_sched(s);
+        }
         self.in_tx.as_ref().map(|t| t.2)
     }
 
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
+        if self.sched.is_some() {
+            return self.timeout_sched(now, out);
+        }
         if self.in_tx.as_ref().is_none_or(|t| t.2 > now) {
             return;
         }
@@ -216,6 +285,7 @@ mod tests {
             delay: SimDuration::from_millis(10),
             queue: QueueConfig::droptail(Limit::Packets(limit)),
             loss: loss.clone(),
+            sched: None,
         };
         LinkDirection::new(
             &cfg,
@@ -299,6 +369,7 @@ mod tests {
             },
             // the second and third transmissions are lost, whatever their class
             loss: LossModel::List { drop: vec![1, 2] },
+            sched: None,
         };
         let mut l: LinkDirection<Q> = LinkDirection::new(
             &cfg,

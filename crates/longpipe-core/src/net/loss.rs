@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum LossSpec {
+    /// No loss (to end a scheduled loss period).
+    None,
     /// Each packet independently lost with probability p.
     Bernoulli { p: f64 },
     /// Independent bit errors: P(loss) = 1 - (1 - ber)^(8 * bytes).
@@ -74,7 +76,7 @@ impl LossSpec {
             d
         };
         Ok(match spec {
-            None => LossModel::None,
+            None | Some(LossSpec::None) => LossModel::None,
             Some(LossSpec::Bernoulli { p }) => LossModel::Bernoulli {
                 p: check_prob(format!("{path}.p"), *p)?,
             },
@@ -137,6 +139,17 @@ impl LossState {
 
     pub fn is_none(&self) -> bool {
         matches!(self.model, LossModel::None)
+    }
+
+    /// Replaces the model (a scheduled change); the stream and the unit count go on, a
+    /// Gilbert-Elliott chain starts in its good state.
+    pub fn set_model(&mut self, model: LossModel) {
+        self.model = model;
+        self.bad = false;
+        self.next = match &self.model {
+            LossModel::List { drop } => drop.partition_point(|&i| i < self.index),
+            _ => 0,
+        };
     }
 
     /// Whether the model needs whole TCP segments (it cannot apply to link-layer units).

@@ -1,5 +1,6 @@
 //! Network: packets, link directions (queue → transmitter → loss → delay), queue
-//! disciplines, loss models, forwarding nodes, routing, capture points.
+//! disciplines, loss models, schedules and traces (links that change over time),
+//! forwarding nodes, routing, capture points.
 pub mod capture;
 pub mod codel;
 pub mod fq_codel;
@@ -12,3 +13,5 @@ pub mod priority;
 pub mod queue;
 pub mod red;
 pub mod routing;
+pub mod schedule;
+pub mod trace;

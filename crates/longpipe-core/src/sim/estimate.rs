@@ -8,7 +8,9 @@
 //! size. Each data packet costs about two events per hop (end of transmission,
 //! delivery) on the way out and its ACK as many on the way back (counted without
 //! delayed ACKs: an upper bound), plus the endpoints' timers; an RLC direction adds its
-//! TTI wake-ups. Losses, which add retransmissions but mostly cut the rate, are ignored.
+//! TTI wake-ups, a scheduled direction its changes (and flows are counted at its
+//! fastest scheduled rate). Losses, which add retransmissions but mostly cut the rate,
+//! are ignored.
 //! On the examples the estimate is 1 to 60 times the events actually run.
 
 use crate::l2::Layer2Config;
@@ -22,6 +24,14 @@ pub struct Estimate {
     pub events: f64,
     /// Packets transmitted, summed over hops.
     pub packets: f64,
+}
+
+/// A direction's fastest rate (a schedule may raise it), bit/s.
+fn max_rate(d: &crate::scenario::DirInfo) -> f64 {
+    match &d.link.sched {
+        Some(s) => s.max_rate(d.link.rate).bps() as f64,
+        None => d.link.rate.bps() as f64,
+    }
 }
 
 /// Estimates the work of simulating `sc`.
@@ -66,7 +76,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             let (fwd, rev) = (path(f.src, f.dst), path(f.dst, f.src));
             let bottleneck = fwd
                 .iter()
-                .map(|&i| dir(i).link.rate.bps() as f64)
+                .map(|&i| max_rate(dir(i)))
                 .fold(f64::INFINITY, f64::min);
             let rtt: f64 = fwd
                 .iter()
@@ -101,7 +111,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         let share = f
             .fwd
             .iter()
-            .map(|&i| (dir(i).link.rate.bps() as f64 / load[i]).min(1.0))
+            .map(|&i| (max_rate(dir(i)) / load[i]).min(1.0))
             .fold(1.0f64, f64::min);
         let data = (f.demand * share * f.active / f.pkt_bits).min(f.cap_pkts);
         let hops = (f.fwd.len() + f.rev.len()) as f64;
@@ -110,6 +120,9 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
+            if let Some(s) = &d.link.sched {
+                events += s.changes(sc.duration);
+            }
             if let Some(Layer2Config::RlcAm(c)) = &d.layer2 {
                 if load[2 * i + k] > 0.0 {
                     events += 2.0 * duration / c.tti.as_secs_f64();

@@ -253,10 +253,11 @@ impl<'a> Sim<'a> {
                 let stream = loss_stream(sc, li, from, to);
                 let loss = LossState::new(info.link.loss.clone(), RngStream::new(seed, &stream));
                 let e = match &info.layer2 {
-                    None => Elem::Link(LinkDirection::new(
+                    None => Elem::Link(LinkDirection::build(
                         &info.link,
                         loss,
                         RngStream::new(seed, &queue_stream(&stream)),
+                        seed,
                     )),
                     Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
                         cfg.clone(),

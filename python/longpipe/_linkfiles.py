@@ -1,0 +1,90 @@
+"""Files a scenario names (Mahimahi traces, schedule CSVs), read for the core.
+
+The core never reads files: the front end puts each named file's text into the
+scenario beside the key that names it (``loaded = { file, text }``), so the scenario
+JSON handed to the core, recorded in golden runs or shipped to a sweep's workers is
+self-contained. Paths are relative to the scenario file (to the working directory for
+a scenario given as a dict).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+#: The largest file a scenario may name (a published cellular trace is a few MB).
+MAX_LINK_FILE_BYTES = 64 * 1024 * 1024
+
+
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of a regular file of at most MAX_LINK_FILE_BYTES, or ValueError with
+    what is wrong; never blocks on a FIFO nor reads an endless device."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ValueError(f"no such file: {path}") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        limit = f"the limit is {MAX_LINK_FILE_BYTES // (1024 * 1024)} MiB (docs/limits.md)"
+        if st.st_size > MAX_LINK_FILE_BYTES:
+            raise ValueError(f"{path} is too large ({st.st_size} bytes); {limit}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            raw = f.read(MAX_LINK_FILE_BYTES + 1)
+        if len(raw) > MAX_LINK_FILE_BYTES:
+            raise ValueError(f"{path} is too large; {limit}")
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte {e.start})") from None
+
+
+def _load(table: dict[str, Any], key: str, base: Path, where: str) -> None:
+    """Sets ``table["loaded"]`` to the content of the file ``table[key]`` names, unless it
+    already holds that file's content."""
+    name = table.get(key)
+    if not isinstance(name, str):
+        return  # the core reports the type error with its field path
+    loaded = table.get("loaded")
+    if isinstance(loaded, dict) and loaded.get("file") == name and isinstance(loaded.get("text"), str):
+        return
+    if not name or "\0" in name:
+        raise ValueError(f"{where}.{key}", "expected a file name")
+    try:
+        text = _read_text(base / name)
+    except ValueError as e:
+        raise ValueError(f"{where}.{key}", str(e)) from None
+    table["loaded"] = {"file": name, "text": text}
+
+
+def load_link_files(sc: dict[str, Any], source: str | None) -> None:
+    """Reads every file the links of ``sc`` name into ``sc`` (in place). Raises
+    ``ValueError(field_path, message)``."""
+    base = Path(source).parent if source else Path.cwd()
+    links = sc.get("link")
+    if not isinstance(links, list):
+        return
+    for i, link in enumerate(links):
+        if not isinstance(link, dict):
+            continue
+        for key in ("rate", "rate_ba"):
+            if isinstance(link.get(key), dict):
+                _load(link[key], "trace", base, f"link[{i}].{key}")
+        sched = link.get("schedule")
+        if isinstance(sched, list):
+            for j, entry in enumerate(sched):
+                if isinstance(entry, dict):
+                    _load(entry, "file", base, f"link[{i}].schedule[{j}]")
