@@ -49,8 +49,8 @@ def main() -> int:
     lock = threading.Lock()
     calls = []
 
-    def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None):
-        js, traces, pcaps, wall_s = real(text, seed, trace_all, trace_flows, pcap)
+    def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None, **kw):
+        js, traces, pcaps, wall_s = real(text, seed, trace_all, trace_flows, pcap, **kw)
         t, p = digest(traces, pcaps)
         rec = {"scenario": json.loads(text), "seed": seed, "trace_all": trace_all, "trace_flows": trace_flows,
                "pcap": pcap, "result": stable(js), "traces": t, "pcaps": p}

@@ -7,6 +7,7 @@ use super::cc::hybla::HyblaSpec;
 use super::cc::CcConfig;
 use super::receiver::ReceiverConfig;
 use super::recovery::RecoveryKind;
+use super::rtt::RtoBounds;
 use super::sender::SenderConfig;
 use crate::error::{err, ScenarioError};
 use crate::time::{SimDuration, SimTime};
@@ -293,6 +294,11 @@ impl FlowSpec {
                 delayed_ack_timeout: delack,
                 sack: self.sack,
                 app_bytes,
+                rto: RtoBounds {
+                    initial: initial_rto,
+                    min: min_rto,
+                    max: max_rto,
+                },
             },
             start: SimTime(self.start.map(|d| d.0 .0).unwrap_or(0)),
             count,

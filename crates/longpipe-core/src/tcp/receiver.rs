@@ -6,6 +6,7 @@
 //! application, which reads at once (so the advertised window stays the buffer size;
 //! out-of-order data waits in a reassembly queue as in 4.4BSD).
 
+use super::rtt::{RtoBounds, RttEstimator};
 use super::seg::{SackList, Seg, ACK, FIN, SYN};
 use crate::stats::Last;
 use crate::time::{SimDuration, SimTime};
@@ -18,7 +19,12 @@ pub struct ReceiverConfig {
     pub delayed_ack_timeout: SimDuration,
     pub sack: bool,
     pub app_bytes: Option<u64>,
+    /// Retransmission timer of our FIN (RFC 6298, sampled on the SYN-ACK).
+    pub rto: RtoBounds,
 }
+
+/// Retransmissions of our FIN before giving up (Linux `tcp_orphan_retries` default).
+const FIN_RETRIES: u32 = 8;
 
 /// RFC 7323 §2.3: smallest shift so that the buffer fits 16 bits, at most 14.
 pub fn window_shift(buffer: u64) -> u8 {
@@ -53,6 +59,16 @@ pub struct Receiver {
     our_seq: u64,
     unacked_segs: u32,
     delack_deadline: Option<SimTime>,
+    /// RTT estimate for our FIN's retransmission timer: sampled from the SYN-ACK unless
+    /// it was sent more than once (Karn).
+    rtt: RttEstimator,
+    synack_sent: Option<(SimTime, u32)>,
+    /// Our FIN (its sequence number) once sent; its retransmission timer until the
+    /// peer acknowledges it (RFC 9293 LAST-ACK).
+    own_fin: Option<u64>,
+    fin_acked: bool,
+    fin_deadline: Option<SimTime>,
+    fin_retx: u32,
     pub stats: ReceiverCounters,
 }
 
@@ -71,7 +87,6 @@ impl Receiver {
         let wscale = window_shift(cfg.buffer);
         let adv_wnd = (cfg.buffer >> wscale) << wscale;
         Receiver {
-            cfg,
             state: State::Listen,
             wscale,
             adv_wnd,
@@ -83,12 +98,28 @@ impl Receiver {
             our_seq: 1,
             unacked_segs: 0,
             delack_deadline: None,
+            rtt: RttEstimator::new(cfg.rto.initial, cfg.rto.min, cfg.rto.max),
+            synack_sent: None,
+            own_fin: None,
+            fin_acked: false,
+            fin_deadline: None,
+            fin_retx: 0,
             stats: ReceiverCounters::default(),
+            cfg,
         }
     }
 
     pub fn next_timer(&self) -> Option<SimTime> {
-        self.delack_deadline
+        match (self.delack_deadline, self.fin_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether our FIN has been sent and acknowledged: the connection is closed in both
+    /// directions.
+    pub fn closed(&self) -> bool {
+        self.fin_acked
     }
 
     /// For an application that does not read at once (a split gateway): `unread` bytes
@@ -155,6 +186,42 @@ impl Receiver {
                 self.ack(out, 0);
             }
         }
+        if self.fin_deadline.is_some_and(|d| d <= now) {
+            // RFC 9293 / RFC 6298 (5.4)-(5.6): retransmit our FIN, back off the timer.
+            self.fin_deadline = None;
+            if self.fin_retx < FIN_RETRIES {
+                self.fin_retx += 1;
+                self.rtt.back_off();
+                self.resend_fin(out);
+                self.fin_deadline = Some(now + self.rtt.rto());
+            }
+        }
+    }
+
+    /// Sends our FIN again (with the current acknowledgement).
+    fn resend_fin(&mut self, out: &mut Vec<Seg>) {
+        let Some(f) = self.own_fin else { return };
+        self.unacked_segs = 0;
+        self.delack_deadline = None;
+        out.push(Seg {
+            flags: ACK | FIN,
+            seq: f,
+            ack: self.rcv_nxt,
+            wnd: self.adv_wnd,
+            len: 0,
+            syn_opts: None,
+            sack: None,
+        });
+    }
+
+    /// A segment that needs an immediate answer: our FIN again while it is
+    /// unacknowledged (the peer's repeated FIN means ours was lost), else an ACK.
+    fn answer(&mut self, out: &mut Vec<Seg>) {
+        if self.own_fin.is_some() && !self.fin_acked {
+            self.resend_fin(out);
+        } else {
+            self.ack(out, 0);
+        }
     }
 
     pub fn on_segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
@@ -166,6 +233,8 @@ impl Receiver {
                 self.rcv_nxt = 1;
                 self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
             }
+            let n = self.synack_sent.map_or(0, |s| s.1);
+            self.synack_sent = Some((now, n + 1));
             out.push(Seg {
                 flags: SYN | ACK,
                 seq: 0,
@@ -182,6 +251,13 @@ impl Receiver {
         }
         if seg.flags & ACK != 0 && self.state == State::SynReceived {
             self.state = State::Established;
+            if let Some((t, 1)) = self.synack_sent {
+                self.rtt.sample(now - t); // Karn: only an unrepeated SYN-ACK
+            }
+        }
+        if seg.flags & ACK != 0 && self.own_fin.is_some_and(|f| seg.ack > f) {
+            self.fin_acked = true;
+            self.fin_deadline = None;
         }
         if seg.seq_len() == 0 {
             return;
@@ -193,8 +269,9 @@ impl Receiver {
         }
         let end = seg.end();
         if end <= self.rcv_nxt {
-            // Entirely old (a retransmission of data we hold): ACK at once.
-            self.ack(out, 0);
+            // Entirely old (a retransmission of data we hold, or of the FIN): answer at
+            // once.
+            self.answer(out);
             return;
         }
         if start >= self.rcv_nxt + self.adv_wnd {
@@ -220,8 +297,11 @@ impl Receiver {
         self.deliver(now, self.rcv_nxt - before);
         if self.fin_seq == Some(self.rcv_nxt) {
             self.rcv_nxt += 1;
-            // Passive close at once: ACK the FIN and send ours.
+            // Passive close at once: ACK the FIN and send ours, with its retransmission
+            // timer (RFC 9293 CLOSE-WAIT -> LAST-ACK).
+            self.own_fin = Some(self.our_seq);
             self.ack(out, FIN);
+            self.fin_deadline = Some(now + self.rtt.rto());
             return;
         }
         self.unacked_segs += 1;
@@ -292,6 +372,7 @@ mod tests {
             delayed_ack_timeout: SimDuration::from_millis(200),
             sack: false,
             app_bytes: None,
+            rto: RtoBounds::default(),
         });
         let mut out = vec![];
         r.on_segment(

@@ -2,6 +2,25 @@
 
 use crate::time::SimDuration;
 
+/// Initial, minimum and maximum RTO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtoBounds {
+    pub initial: SimDuration,
+    pub min: SimDuration,
+    pub max: SimDuration,
+}
+
+impl Default for RtoBounds {
+    /// RFC 6298: 1 s initially and at least, at most 60 s.
+    fn default() -> Self {
+        RtoBounds {
+            initial: SimDuration::from_secs(1),
+            min: SimDuration::from_secs(1),
+            max: SimDuration::from_secs(60),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     pub srtt: Option<SimDuration>,
@@ -55,6 +74,16 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
+    /// RFC 6298 (5.7): the SYN (or SYN-ACK) timed out and no RTT sample was taken; once
+    /// data transmission begins, an RTO below 3 s is re-initialised to 3 s (no backoff).
+    pub fn syn_timed_out(&mut self) {
+        let three = SimDuration::from_secs(3);
+        if self.srtt.is_none() && self.rto < three {
+            self.rto = three.min(self.max_rto);
+            self.backoff = 0;
+        }
+    }
+
     /// RFC 6298 (5.5): back off the timer.
     pub fn back_off(&mut self) {
         self.backoff += 1;
@@ -89,6 +118,34 @@ mod tests {
         assert_eq!(e.rto(), SimDuration(1_450_000_000));
         e.sample(SimDuration::from_millis(112));
         assert_eq!(e.backoff, 0);
+    }
+    #[test]
+    fn three_seconds_after_a_syn_timeout() {
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(1),
+            SimDuration::from_millis(200),
+            SimDuration::from_secs(60),
+        );
+        e.back_off();
+        assert_eq!(e.rto(), SimDuration::from_secs(2));
+        e.syn_timed_out();
+        assert_eq!((e.rto(), e.backoff), (SimDuration::from_secs(3), 0));
+        // only when the RTO in use is below 3 s, and capped by the maximum
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(4),
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(60),
+        );
+        e.back_off();
+        e.syn_timed_out();
+        assert_eq!(e.rto(), SimDuration::from_secs(8));
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(2),
+        );
+        e.syn_timed_out();
+        assert_eq!(e.rto(), SimDuration::from_secs(2));
     }
     #[test]
     fn floor_and_cap() {

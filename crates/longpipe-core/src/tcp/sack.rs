@@ -19,6 +19,9 @@ pub struct SentSeg {
     pub sent_at: SimTime,
     pub retx: bool,
     pub sacked: bool,
+    /// Resent by the retransmission timer (RFC 5681 (4) reduces ssthresh only for a
+    /// segment not yet resent that way).
+    pub timer_retx: bool,
 }
 
 impl SentSeg {
@@ -54,6 +57,7 @@ impl Scoreboard {
             sent_at: now,
             retx: false,
             sacked: false,
+            timer_retx: false,
         });
     }
 
@@ -72,6 +76,13 @@ impl Scoreboard {
             let s = &mut self.segs[i];
             s.retx = true;
             s.sent_at = now;
+        }
+    }
+
+    /// Records that the retransmission timer resent the segment starting at `seq`.
+    pub fn mark_timer_retx(&mut self, seq: u64) {
+        if let Some(i) = self.index(seq) {
+            self.segs[i].timer_retx = true;
         }
     }
 
@@ -287,7 +298,8 @@ mod tests {
                     end: 301,
                     sent_at: SimTime(2),
                     retx: false,
-                    sacked: false
+                    sacked: false,
+                    timer_retx: false,
                 }),
                 false
             )

@@ -65,6 +65,7 @@ impl Sender {
                 peer_wnd: mss,
                 peer_rcv_nxt: 0,
                 dupacks: 0,
+                lt_bytes: 0,
                 in_recovery: false,
                 in_loss: false,
                 recover_end: 0,
@@ -179,8 +180,12 @@ impl Sender {
                     out.push(tx.pure_ack());
                     return;
                 }
-                if seg.flags & FIN != 0 && seg.seq == tx.peer_rcv_nxt {
-                    tx.peer_rcv_nxt += 1;
+                if seg.flags & FIN != 0
+                    && (seg.seq == tx.peer_rcv_nxt || seg.seq + 1 == tx.peer_rcv_nxt)
+                {
+                    // The peer's FIN, or its retransmission (our ACK was lost, RFC 9293
+                    // §3.10.7.4): acknowledge it.
+                    tx.peer_rcv_nxt = seg.seq + 1;
                     let mut a = tx.pure_ack();
                     a.seq = tx.snd_max;
                     out.push(a);
@@ -202,7 +207,9 @@ impl Sender {
         tx.peer_wnd = seg.wnd;
         tx.sack_ok = tx.cfg.sack_permitted && seg.syn_opts.is_some_and(|o| o.2);
         self.recovery = self.recovery_kind.build(tx.sack_ok);
-        if !tx.syn_retx {
+        if tx.syn_retx {
+            tx.rtt.syn_timed_out();
+        } else {
             tx.take_sample(now - tx.syn_sent_at);
         }
         // RFC 5681 §3.1 / RFC 3390: IW is one segment after a lost SYN.
@@ -254,6 +261,7 @@ impl Sender {
                 tx.snd_nxt = ack;
             }
             tx.dupacks = 0;
+            tx.lt_bytes = 0;
             tx.sync_flight();
             self.cc.pkts_acked(&mut tx.st, acked, sample);
             let restart = if tx.in_recovery {
@@ -326,13 +334,15 @@ impl Sender {
             SenderState::Established => {
                 tx.stats.timeouts += 1;
                 tx.sync_flight();
-                // RFC 5681 (4), held constant across repeated timeouts of one segment.
-                if tx.rtt.backoff == 0 {
+                // RFC 5681 (4) for a segment not yet resent by the retransmission timer
+                // (held constant across repeated timeouts of one segment).
+                if !tx.board.get(tx.snd_una).is_some_and(|s| s.timer_retx) {
                     tx.st.ssthresh = self.cc.ssthresh(&tx.st);
                 }
                 tx.st.cwnd = tx.st.mss; // loss window
                 tx.in_recovery = false;
                 tx.dupacks = 0;
+                tx.lt_bytes = 0;
                 tx.recover_end = tx.snd_max; // RFC 6582 §4
                 tx.snd_nxt = tx.snd_una; // go back N
                 tx.board.clear_sacked(); // RFC 6675 §5.1: the receiver may renege
@@ -348,6 +358,7 @@ impl Sender {
                         tx.snd_nxt = tx.snd_una + len as u64 + fin as u64;
                     }
                 }
+                tx.board.mark_timer_retx(tx.snd_una);
                 tx.rto_deadline = Some(now + tx.rtt.rto());
                 tx.record();
             }

@@ -76,6 +76,9 @@ pub struct Tx {
     pub(crate) peer_rcv_nxt: u64,
     /// Duplicate ACKs in a row (RFC 5681 §2).
     pub dupacks: u32,
+    /// Bytes sent by Limited Transmit since the last ACK of new data (RFC 3042); they
+    /// do not count in the FlightSize of the loss reduction (RFC 5681 §3.2 step 2).
+    pub lt_bytes: u64,
     /// A recovery episode (fast recovery, RFC 6675 loss recovery) is running.
     pub in_recovery: bool,
     /// After an RTO, until everything sent before it is acknowledged (Linux
@@ -271,6 +274,17 @@ impl Tx {
         cc.set_state(&mut self.st, CaState::Open);
     }
 
+    /// ssthresh at the start of a loss recovery: the congestion control's reduction
+    /// (RFC 5681 (4) for the Reno family) of a FlightSize that leaves out the data sent
+    /// by Limited Transmit (RFC 5681 §3.2 step 2, RFC 6675 §5 (4.2)).
+    pub fn loss_ssthresh(&mut self, cc: &mut dyn CongestionControl) -> u64 {
+        let flight = self.st.flight;
+        self.st.flight = flight.saturating_sub(self.lt_bytes);
+        let s = cc.ssthresh(&self.st);
+        self.st.flight = flight;
+        s
+    }
+
     pub(crate) fn take_sample(&mut self, r: SimDuration) {
         self.rtt.sample(r);
         self.st.srtt = self.rtt.srtt;
@@ -302,6 +316,7 @@ impl Tx {
             return;
         }
         self.emit(seq, len, fin, out);
+        self.lt_bytes += len as u64 + fin as u64;
         self.snd_nxt = self.snd_max;
         self.sync_flight();
     }

@@ -13,6 +13,7 @@ use crate::rng::stable_hash;
 use crate::tcp::config::PartialAckTimer;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side};
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
+use crate::tcp::rtt::RtoBounds;
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{SimDuration, SimTime};
 
@@ -52,6 +53,11 @@ impl SplitConn {
             delayed_ack_timeout: SimDuration::from_millis(200),
             sack: syn.seg.opts.sack_permitted,
             app_bytes: None,
+            rto: RtoBounds {
+                initial: cfg.initial_rto,
+                min: cfg.min_rto,
+                max: SimDuration::from_secs(60),
+            },
         });
         let tx = Sender::new_streaming(
             SenderConfig {

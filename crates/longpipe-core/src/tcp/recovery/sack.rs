@@ -26,7 +26,7 @@ impl Sack {
     fn enter(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
         tx.recover_end = tx.snd_max; // RecoveryPoint = HighData
         tx.sync_flight();
-        tx.st.ssthresh = cc.ssthresh(&tx.st);
+        tx.st.ssthresh = tx.loss_ssthresh(cc);
         tx.st.cwnd = tx.st.ssthresh;
         tx.in_recovery = true;
         self.rescue_done = false;
