@@ -8,6 +8,8 @@
 
 use super::rtt::{RtoBounds, RttEstimator};
 use super::seg::{SackList, Seg, ACK, FIN, SYN};
+use super::stack::StackConfig;
+use super::timestamps::{ts_clock, Paws, TsRecent};
 use crate::stats::Last;
 use crate::time::{SimDuration, SimTime};
 
@@ -21,6 +23,8 @@ pub struct ReceiverConfig {
     pub app_bytes: Option<u64>,
     /// Retransmission timer of our FIN (RFC 6298, sampled on the SYN-ACK).
     pub rto: RtoBounds,
+    /// The stack profile's mechanisms (timestamps, D-SACK, quick ACKs).
+    pub stack: StackConfig,
 }
 
 /// Retransmissions of our FIN before giving up (Linux `tcp_orphan_retries` default).
@@ -69,6 +73,16 @@ pub struct Receiver {
     fin_acked: bool,
     fin_deadline: Option<SimTime>,
     fin_retx: u32,
+    /// The current time (for timestamps on what we send).
+    now: SimTime,
+    /// Timestamps negotiated, and what to echo (RFC 7323).
+    ts_on: bool,
+    ts: TsRecent,
+    /// A D-SACK block for the next ACK (RFC 2883): a duplicate we received.
+    dsack: Option<(u64, u64)>,
+    /// Segments still acknowledged at once (Linux quick-ACK mode).
+    quick: u32,
+    data_seen: bool,
     pub stats: ReceiverCounters,
 }
 
@@ -104,6 +118,12 @@ impl Receiver {
             fin_acked: false,
             fin_deadline: None,
             fin_retx: 0,
+            now: SimTime::ZERO,
+            ts_on: false,
+            ts: TsRecent::default(),
+            dsack: None,
+            quick: 0,
+            data_seen: false,
             stats: ReceiverCounters::default(),
             cfg,
         }
@@ -146,15 +166,22 @@ impl Receiver {
         self.ooo.get(i).copied().filter(|r| r.0 <= seq)
     }
 
-    /// RFC 2018 §4: up to 4 blocks (no timestamps), the most recently changed first.
-    fn sack_blocks(&self) -> Option<Box<SackList>> {
-        if !self.sack_on || self.ooo.is_empty() {
+    /// RFC 2018 §4: up to 4 blocks (3 beside timestamps), the most recently changed
+    /// first; a pending D-SACK block goes first (RFC 2883 §4).
+    fn sack_blocks(&mut self) -> Option<Box<SackList>> {
+        let dsack = self.dsack.take();
+        if !self.sack_on || (self.ooo.is_empty() && dsack.is_none()) {
             return None;
         }
+        let max = if self.ts_on { 3 } else { 4 };
         let mut l = SackList::default();
+        if let Some(d) = dsack {
+            l.blocks[0] = d;
+            l.n = 1;
+        }
         for &left in &self.recent {
             if let Some(b) = self.block_of(left) {
-                if l.n < 4 && !l.blocks[..l.n as usize].contains(&b) {
+                if l.n < max && !l.blocks[dsack.is_some() as usize..l.n as usize].contains(&b) {
                     l.blocks[l.n as usize] = b;
                     l.n += 1;
                 }
@@ -163,9 +190,27 @@ impl Receiver {
         (l.n > 0).then(|| Box::new(l))
     }
 
+    /// Our timestamps on a segment acknowledging `rcv_nxt` (RFC 7323).
+    fn ts_opt(&mut self) -> Option<(u32, u32)> {
+        self.ts_on
+            .then(|| (ts_clock(self.now), self.ts.echo(self.rcv_nxt)))
+    }
+
+    /// Records a duplicate [l, r) for a D-SACK (RFC 2883), when on.
+    fn note_dup(&mut self, l: u64, r: u64) {
+        if self.cfg.stack.dsack && self.sack_on && l < r {
+            self.dsack = Some((l, r));
+        }
+    }
+
     fn ack(&mut self, out: &mut Vec<Seg>, extra_flags: u8) {
+        if self.unacked_segs > 0 {
+            self.quick = self.quick.saturating_sub(1);
+        }
         self.unacked_segs = 0;
         self.delack_deadline = None;
+        let sack = self.sack_blocks();
+        let ts = self.ts_opt();
         out.push(Seg {
             flags: ACK | extra_flags,
             seq: self.our_seq,
@@ -173,7 +218,8 @@ impl Receiver {
             wnd: self.adv_wnd,
             len: 0,
             syn_opts: None,
-            sack: self.sack_blocks(),
+            sack,
+            ts,
         });
         if extra_flags & FIN != 0 {
             self.our_seq += 1;
@@ -181,6 +227,7 @@ impl Receiver {
     }
 
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Seg>) {
+        self.now = now;
         if let Some(d) = self.delack_deadline {
             if d <= now {
                 self.ack(out, 0);
@@ -203,6 +250,8 @@ impl Receiver {
         let Some(f) = self.own_fin else { return };
         self.unacked_segs = 0;
         self.delack_deadline = None;
+        let sack = self.sack_blocks(); // a D-SACK for what we got again
+        let ts = self.ts_opt();
         out.push(Seg {
             flags: ACK | FIN,
             seq: f,
@@ -210,7 +259,8 @@ impl Receiver {
             wnd: self.adv_wnd,
             len: 0,
             syn_opts: None,
-            sack: None,
+            sack,
+            ts,
         });
     }
 
@@ -225,6 +275,7 @@ impl Receiver {
     }
 
     pub fn on_segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
+        self.now = now;
         if seg.flags & SYN != 0 {
             // First SYN or a retransmitted one: (re)send the SYN-ACK. The window in a
             // SYN segment is never scaled (RFC 7323 §2.2).
@@ -232,9 +283,14 @@ impl Receiver {
                 self.state = State::SynReceived;
                 self.rcv_nxt = 1;
                 self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
+                self.ts_on = self.cfg.stack.timestamps && seg.ts.is_some();
+            }
+            if let (true, Some((tsval, _))) = (self.ts_on, seg.ts) {
+                self.ts.recent = Some(tsval);
             }
             let n = self.synack_sent.map_or(0, |s| s.1);
             self.synack_sent = Some((now, n + 1));
+            let ts = self.ts_opt();
             out.push(Seg {
                 flags: SYN | ACK,
                 seq: 0,
@@ -243,8 +299,20 @@ impl Receiver {
                 len: 0,
                 syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
                 sack: None,
+                ts,
             });
             return;
+        }
+        if self.ts_on {
+            if let Some((tsval, _)) = seg.ts {
+                if self.ts.on_segment(seg.seq, tsval) == Paws::Reject {
+                    // RFC 7323 §5.3 R1: an old duplicate; acknowledge it and drop it
+                    if seg.seq_len() > 0 {
+                        self.ack(out, 0);
+                    }
+                    return;
+                }
+            }
         }
         if self.state == State::Listen {
             return;
@@ -268,17 +336,30 @@ impl Receiver {
             self.fin_seq = Some(data_end);
         }
         let end = seg.end();
+        if !self.data_seen && seg.len > 0 {
+            // Linux: the first data segment starts quick-ACK mode
+            self.data_seen = true;
+            self.enter_quickack();
+        }
         if end <= self.rcv_nxt {
             // Entirely old (a retransmission of data we hold, or of the FIN): answer at
-            // once.
+            // once, with a D-SACK for it; Linux then ACKs the next segments at once too.
+            self.note_dup(start, data_end);
+            self.enter_quickack();
             self.answer(out);
             return;
+        }
+        if start < self.rcv_nxt {
+            self.note_dup(start, self.rcv_nxt); // partly old
         }
         if start >= self.rcv_nxt + self.adv_wnd {
             self.ack(out, 0); // beyond the window: drop, re-advertise
             return;
         }
         if start > self.rcv_nxt {
+            if self.block_of(start).is_some_and(|(_, e)| e >= data_end) {
+                self.note_dup(start, data_end); // held already
+            }
             self.insert_ooo(start, data_end);
             self.note_recent(start);
             self.ack(out, 0); // RFC 5681 §4.2: immediate duplicate ACK
@@ -305,11 +386,22 @@ impl Receiver {
             return;
         }
         self.unacked_segs += 1;
-        if filled_gap || !self.cfg.delayed_ack || self.unacked_segs >= 2 {
+        if filled_gap || !self.cfg.delayed_ack || self.unacked_segs >= 2 || self.quick > 0 {
             self.ack(out, 0);
         } else if self.delack_deadline.is_none() {
             self.delack_deadline = Some(now + self.cfg.delayed_ack_timeout);
         }
+    }
+
+    /// Linux `tcp_enter_quickack_mode` / `tcp_incr_quickack`: ACK the next segments at
+    /// once, as many as half the window in segments, at most `quickack`.
+    fn enter_quickack(&mut self) {
+        let n = self.cfg.stack.quickack;
+        if n == 0 {
+            return;
+        }
+        let q = (self.adv_wnd / (2 * self.cfg.mss as u64)).max(2) as u32;
+        self.quick = self.quick.max(q.min(n));
     }
 
     fn deliver(&mut self, now: SimTime, bytes: u64) {
@@ -373,6 +465,7 @@ mod tests {
             sack: false,
             app_bytes: None,
             rto: RtoBounds::default(),
+            stack: StackConfig::CLASSIC,
         });
         let mut out = vec![];
         r.on_segment(

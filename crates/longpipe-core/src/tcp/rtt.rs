@@ -1,5 +1,7 @@
-//! Retransmission timer per RFC 6298.
+//! Retransmission timer per RFC 6298 (or, for the Linux profile, Linux's estimator:
+//! [`super::rtt_linux`]).
 
+use super::rtt_linux::LinuxRtt;
 use crate::time::SimDuration;
 
 /// Initial, minimum and maximum RTO.
@@ -33,6 +35,8 @@ pub struct RttEstimator {
     max_rto: SimDuration,
     /// Number of consecutive doublings in force (Karn: kept until a valid sample).
     pub backoff: u32,
+    /// Linux's estimator instead of RFC 6298's (the Linux profile).
+    linux: Option<LinuxRtt>,
 }
 
 impl RttEstimator {
@@ -47,7 +51,31 @@ impl RttEstimator {
             min_rto,
             max_rto,
             backoff: 0,
+            linux: None,
         }
+    }
+
+    /// Linux's estimator and RTO (`tcp_rtt_estimator`): RTO = SRTT + max(min_rto, 4·mdev).
+    pub fn new_linux(initial: SimDuration, min_rto: SimDuration, max_rto: SimDuration) -> Self {
+        RttEstimator {
+            linux: Some(LinuxRtt::default()),
+            ..RttEstimator::new(initial, min_rto, max_rto)
+        }
+    }
+
+    /// Adds a measurement; `snd_una` and `snd_nxt` delimit Linux's round trips (unused
+    /// by RFC 6298).
+    pub fn sample_at(&mut self, r: SimDuration, snd_una: u64, snd_nxt: u64) {
+        let Some(l) = &mut self.linux else {
+            return self.sample(r);
+        };
+        let (srtt, rto) = l.sample(r, self.min_rto, snd_una, snd_nxt);
+        self.srtt = Some(srtt);
+        self.rttvar = SimDuration(l.rttvar / 4);
+        self.min_srtt = Some(self.min_srtt.map_or(srtt, |m| m.min(srtt)));
+        self.min_sample = Some(self.min_sample.map_or(r, |m| m.min(r)));
+        self.rto = rto.min(self.max_rto);
+        self.backoff = 0;
     }
 
     /// Adds a measurement from a segment that was not retransmitted (Karn).

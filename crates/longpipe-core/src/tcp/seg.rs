@@ -32,6 +32,9 @@ pub struct Seg {
     pub syn_opts: Option<(u16, u8, bool)>,
     /// SACK option (None when absent; boxed to keep data segments small).
     pub sack: Option<Box<SackList>>,
+    /// RFC 7323 timestamps (TSval, TSecr), our clock offset removed (see
+    /// [`super::timestamps`]); on a SYN, the offer of the option.
+    pub ts: Option<(u32, u32)>,
 }
 
 impl Seg {

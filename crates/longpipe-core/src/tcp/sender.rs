@@ -11,10 +11,13 @@
 //! recovery do). The two plug-ins never see each other; both act on [`Tx`].
 
 use super::cc::{CaState, CcState, CongestionControl};
+use super::pacing::Pacer;
 use super::recovery::{Recovery, RecoveryKind, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
+use super::timestamps::{ts_rtt, Paws, TsRecent};
+use super::tx::{CwndUse, TS_OPT_LEN};
 use super::FlowTrace;
 use crate::time::SimTime;
 
@@ -38,7 +41,12 @@ impl Sender {
         trace: bool,
     ) -> Self {
         let mss = cfg.mss as u64;
-        let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
+        let rtt = if cfg.stack.linux {
+            RttEstimator::new_linux(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        } else {
+            RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        };
+        let pacer = cfg.stack.pacing.then(Pacer::default);
         // The scheme without SACK until the handshake tells whether SACK is on.
         let recovery = recovery_kind.build(false);
         Sender {
@@ -46,16 +54,10 @@ impl Sender {
                 fin_seq: cfg.app_bytes.map(|b| b + 1),
                 avail_end: cfg.app_bytes.map_or(u64::MAX / 4, |b| b + 1),
                 st: CcState {
-                    now: SimTime::ZERO,
-                    mss,
-                    cwnd: cfg.iw_bytes,
                     // RFC 5681 §3.1: initial ssthresh arbitrarily high.
                     ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX / 4),
-                    flight: 0,
-                    srtt: None,
-                    min_srtt: None,
-                    min_rtt_sample: None,
-                    cwnd_limited: true,
+                    pacing: cfg.stack.pacing,
+                    ..CcState::new(mss, cfg.iw_bytes)
                 },
                 cfg,
                 state: SenderState::Closed,
@@ -79,6 +81,12 @@ impl Sender {
                 syn_retx: false,
                 stats: SenderCounters::default(),
                 trace: trace.then(FlowTrace::default),
+                ts_ok: false,
+                ts: TsRecent::default(),
+                pacer,
+                first_tx: SimTime::ZERO,
+                ack_delivered: 0,
+                cwnd_use: CwndUse::default(),
             },
             cc,
             recovery_kind,
@@ -134,17 +142,22 @@ impl Sender {
         self.tx.state
     }
 
-    /// Earliest timer deadline.
+    /// Earliest timer deadline: retransmission, persist, pacing, and the recovery
+    /// scheme's own (RACK reordering, tail loss probe).
     pub fn next_timer(&self) -> Option<SimTime> {
-        match (self.tx.rto_deadline, self.tx.persist_at) {
+        let min = |a: Option<SimTime>, b: Option<SimTime>| match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
+        };
+        let t = min(self.tx.rto_deadline, self.tx.persist_at);
+        let t = min(t, self.tx.pacer.as_ref().and_then(|p| p.deadline()));
+        min(t, self.recovery.next_timer())
     }
 
-    /// Sends what the windows allow: the recovery scheme decides during recovery.
+    /// Sends what the windows allow: the recovery scheme decides during recovery (or
+    /// always, for a scheme that owns transmission).
     fn send(&mut self, out: &mut Vec<Seg>) {
-        if self.tx.in_recovery {
+        if self.tx.in_recovery || self.recovery.owns_send() {
             self.recovery.send(&mut self.tx, out);
         } else {
             self.tx.try_send(out);
@@ -175,6 +188,14 @@ impl Sender {
             }
             SenderState::Established | SenderState::Done => {
                 let tx = &mut self.tx;
+                if tx.ts_ok {
+                    if let Some((tsval, _)) = seg.ts {
+                        // RFC 7323 §5.3: PAWS; a stale segment is dropped
+                        if tx.ts.on_segment(seg.seq, tsval) == Paws::Reject {
+                            return;
+                        }
+                    }
+                }
                 if seg.flags & SYN != 0 {
                     // Our handshake ACK was lost: repeat it.
                     out.push(tx.pure_ack());
@@ -212,12 +233,24 @@ impl Sender {
         } else {
             tx.take_sample(now - tx.syn_sent_at);
         }
+        // RFC 7323: timestamps when both SYNs carry them; then every segment carries
+        // the option and data segments 12 bytes less payload (RFC 6691).
+        tx.ts_ok = tx.cfg.stack.timestamps && seg.ts.is_some();
+        if let (true, Some((tsval, _))) = (tx.ts_ok, seg.ts) {
+            tx.ts.recent = Some(tsval);
+            tx.st.mss = tx.cfg.mss as u64 - TS_OPT_LEN.min(tx.cfg.mss as u64 - 1);
+        }
         // RFC 5681 §3.1 / RFC 3390: IW is one segment after a lost SYN.
+        let iw_segs = (tx.cfg.iw_bytes / tx.cfg.mss as u64).max(1);
         tx.st.cwnd = if tx.syn_retx {
-            tx.cfg.mss as u64
+            tx.st.mss
+        } else if tx.ts_ok {
+            iw_segs * tx.st.mss
         } else {
             tx.cfg.iw_bytes
         };
+        tx.st.snd_una = 1;
+        tx.st.snd_nxt = 1;
         self.cc.init(&mut tx.st);
         tx.rto_deadline = None;
         out.push(tx.pure_ack());
@@ -226,6 +259,13 @@ impl Sender {
     }
 
     fn on_ack(&mut self, seg: &Seg, out: &mut Vec<Seg>) {
+        if self
+            .recovery
+            .on_segment_ack(&mut self.tx, &mut *self.cc, seg, out)
+        {
+            self.check_done();
+            return;
+        }
         let tx = &mut self.tx;
         let ack = seg.ack;
         if ack > tx.snd_max {
@@ -252,7 +292,11 @@ impl Sender {
             // segment this ACK covers was retransmitted (else the ACK may answer either
             // transmission, or release data held behind a repaired hole).
             let (newest, any_retx) = tx.board.ack_to(ack);
-            let sample = newest.filter(|_| !any_retx).map(|s| tx.st.now - s.sent_at);
+            let mut sample = newest.filter(|_| !any_retx).map(|s| tx.st.now - s.sent_at);
+            if sample.is_none() && tx.ts_ok {
+                // RFC 7323 §4: with timestamps the echo identifies the transmission
+                sample = seg.ts.and_then(|(_, ecr)| ts_rtt(tx.st.now, ecr));
+            }
             if let Some(r) = sample {
                 tx.take_sample(r);
             }
@@ -262,6 +306,7 @@ impl Sender {
             }
             tx.dupacks = 0;
             tx.lt_bytes = 0;
+            tx.ack_delivered = acked + newly_sacked;
             tx.sync_flight();
             self.cc.pkts_acked(&mut tx.st, acked, sample);
             let restart = if tx.in_recovery {
@@ -294,10 +339,20 @@ impl Sender {
         {
             // RFC 5681 §2 duplicate ACK (RFC 6675 §2: or one that SACKs new data)
             tx.dupacks += 1;
+            tx.ack_delivered = newly_sacked;
             self.recovery.on_dupack(tx, &mut *self.cc, out);
             if tx.cfg.limited_transmit && tx.dupacks < DUP_THRESH && !tx.in_recovery {
                 tx.limited_transmit(out);
             }
+        }
+    }
+
+    /// All data and our FIN acknowledged: the transfer is done.
+    fn check_done(&mut self) {
+        let tx = &mut self.tx;
+        if tx.fin_seq.is_some_and(|fin| tx.snd_una > fin) {
+            tx.state = SenderState::Done;
+            tx.rto_deadline = None;
         }
     }
 
@@ -318,6 +373,20 @@ impl Sender {
                 }
             }
         }
+        if tx.state == SenderState::Established {
+            if tx
+                .pacer
+                .as_ref()
+                .is_some_and(|p| p.blocked && p.next <= now)
+            {
+                self.send(out); // the pacing timer: what was held back may leave now
+            }
+            if self.recovery.next_timer().is_some_and(|t| t <= now) {
+                self.recovery.on_timer(&mut self.tx, &mut *self.cc, out);
+                self.send(out);
+            }
+        }
+        let tx = &mut self.tx;
         let Some(d) = tx.rto_deadline else { return };
         if d > now {
             return;
@@ -330,6 +399,12 @@ impl Sender {
                 tx.rtt.back_off();
                 out.push(tx.syn());
                 tx.rto_deadline = Some(now + tx.rtt.rto());
+            }
+            SenderState::Established if self.recovery.owns_send() => {
+                // the scheme's own timeout processing (Linux `tcp_retransmit_timer`)
+                tx.stats.timeouts += 1;
+                self.recovery.on_rto(tx, &mut *self.cc, out);
+                self.tx.record();
             }
             SenderState::Established => {
                 tx.stats.timeouts += 1;
@@ -385,6 +460,7 @@ mod tests {
             sack_permitted: false,
             initial_ssthresh: None,
             limited_transmit: false,
+            stack: crate::tcp::stack::StackConfig::CLASSIC,
         };
         Sender::new(
             cfg,

@@ -15,6 +15,7 @@ use crate::tcp::endpoint::{Addrs, Endpoint, Side};
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::rtt::RtoBounds;
 use crate::tcp::sender::{Sender, SenderConfig};
+use crate::tcp::stack::StackConfig;
 use crate::time::{SimDuration, SimTime};
 
 pub struct SplitConn {
@@ -58,6 +59,7 @@ impl SplitConn {
                 min: cfg.min_rto,
                 max: SimDuration::from_secs(60),
             },
+            stack: StackConfig::CLASSIC,
         });
         let tx = Sender::new_streaming(
             SenderConfig {
@@ -70,6 +72,7 @@ impl SplitConn {
                 sack_permitted: split.sack,
                 initial_ssthresh: None,
                 limited_transmit: false,
+                stack: StackConfig::CLASSIC,
             },
             split.cc.build(),
             split.tcp.recovery(PartialAckTimer::First),

@@ -14,14 +14,21 @@
 //! and RTO (RFC 6298), the retransmission timeout (RFC 5681 (4)), window growth outside
 //! recovery, Limited Transmit (RFC 3042).
 
+pub mod linux;
+mod linux_ack;
+mod linux_xmit;
 pub mod newreno;
+pub mod prr;
+pub mod rack;
 pub mod reno;
 pub mod sack;
 pub mod tahoe;
+pub mod tlp;
 
 use super::cc::CongestionControl;
 use super::seg::Seg;
 use super::tx::Tx;
+use crate::time::SimTime;
 
 /// RFC 5681 / 6582 / 6675 DupThresh.
 pub const DUP_THRESH: u32 = 3;
@@ -46,6 +53,34 @@ pub trait Recovery: Send {
     fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
         tx.try_send(out);
     }
+
+    // Hooks of schemes that run the whole ACK path themselves (the Linux stack); the
+    // defaults keep the classic division of work.
+
+    /// Processes an ACK entirely (Linux `tcp_ack`): returns true if it did, and the
+    /// sender core then skips duplicate-ACK counting and window growth.
+    fn on_segment_ack(
+        &mut self,
+        _tx: &mut Tx,
+        _cc: &mut dyn CongestionControl,
+        _seg: &Seg,
+        _out: &mut Vec<Seg>,
+    ) -> bool {
+        false
+    }
+    /// Whether [`Recovery::send`] decides every transmission, in recovery or not; such
+    /// a scheme also handles the retransmission timeout ([`Recovery::on_rto`]).
+    fn owns_send(&self) -> bool {
+        false
+    }
+    /// The scheme's own timer (RACK reordering window, tail loss probe).
+    fn next_timer(&self) -> Option<SimTime> {
+        None
+    }
+    /// Its timer expired.
+    fn on_timer(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
+    /// The retransmission timer expired (schemes with [`Recovery::owns_send`]).
+    fn on_rto(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
 }
 
 /// The recovery scheme of a `tcp = ...` choice.
@@ -58,6 +93,9 @@ pub enum RecoveryKind {
         /// only (Impatient), RFC 6582 §4.
         partial_ack_timer_every: bool,
     },
+    /// The Linux stack's recovery state machine (PRR, RACK-TLP, undo) when SACK is
+    /// negotiated; NewReno otherwise.
+    Linux,
 }
 
 impl RecoveryKind {
@@ -65,6 +103,8 @@ impl RecoveryKind {
     pub fn build(self, sack: bool) -> Box<dyn Recovery> {
         match (self, sack) {
             (RecoveryKind::Tahoe, _) => Box::new(tahoe::Tahoe),
+            (RecoveryKind::Linux, true) => Box::new(linux::Linux::default()),
+            (RecoveryKind::Linux, false) => Box::new(newreno::NewReno::new(false)),
             (_, true) => Box::new(sack::Sack::default()),
             (RecoveryKind::Reno, false) => Box::new(reno::Reno),
             (
