@@ -268,27 +268,42 @@ fn cubic_and_bbr_fill_a_clean_path_bbr_with_a_small_queue() {
 fn pacing_spaces_the_segments_of_a_window() {
     // Without pacing a window leaves back to back at the 10 Mbit/s line rate (1.2 ms per
     // 1500 B packet); with pacing the gaps follow the pacing rate, which is far below it
-    // early in slow start.
-    let sc = |pacing: bool| {
-        path(
-            "10Mbps",
-            "50ms",
-            "1000pkt",
-            "",
-            &format!("stack = \"linux\"\npacing = {pacing}\napp = {{ bytes = \"100KB\" }}"),
-            "10s",
-        )
-    };
-    let gaps = |o: &longpipe_core::RunOutput| {
-        let t = &o.traces[0].1.seg_t_ns;
-        t.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
-    };
-    let plain = run_traced(&sc(false));
-    let paced = run_traced(&sc(true));
-    // after the unpaced first 10 segments, no two paced segments leave together
-    assert!(gaps(&paced)[10..].iter().all(|&g| g > 0));
-    assert!(gaps(&plain).iter().filter(|&&g| g == 0).count() > 10);
-    assert_eq!(paced.result.flows[0].bytes_delivered, 100_000);
+    // early in slow start. Pacing is a flow option of either stack.
+    for (stack, tcp) in [
+        ("linux", "cubic"),
+        ("classic", "hybla"),
+        ("classic", "newreno"),
+    ] {
+        let sc = |pacing: bool| {
+            path(
+                "10Mbps",
+                "50ms",
+                "1000pkt",
+                "",
+                &format!(
+                    "stack = \"{stack}\"\ntcp = \"{tcp}\"\niw = 10\npacing = {pacing}\n\
+                     app = {{ bytes = \"100KB\" }}"
+                ),
+                "10s",
+            )
+        };
+        let gaps = |o: &longpipe_core::RunOutput| {
+            let t = &o.traces[0].1.seg_t_ns;
+            t.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
+        };
+        let plain = run_traced(&sc(false));
+        let paced = run_traced(&sc(true));
+        // after the unpaced first 10 segments, no two paced segments leave together
+        assert!(gaps(&paced)[10..].iter().all(|&g| g > 0), "{stack} {tcp}");
+        assert!(
+            gaps(&plain).iter().filter(|&&g| g == 0).count() > 10,
+            "{stack} {tcp}"
+        );
+        assert_eq!(
+            paced.result.flows[0].bytes_delivered, 100_000,
+            "{stack} {tcp}"
+        );
+    }
 }
 
 #[test]

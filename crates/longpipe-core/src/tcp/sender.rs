@@ -11,7 +11,7 @@
 //! recovery do). The two plug-ins never see each other; both act on [`Tx`].
 
 use super::cc::{CaState, CcState, CongestionControl};
-use super::pacing::Pacer;
+use super::pacing::{self, Pacer};
 use super::recovery::{Recovery, RecoveryKind, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
@@ -344,6 +344,14 @@ impl Sender {
             if tx.cfg.limited_transmit && tx.dupacks < DUP_THRESH && !tx.in_recovery {
                 tx.limited_transmit(out);
             }
+        }
+        // pacing in the classic stack: Linux's default rate (`tcp_update_pacing_rate`)
+        if let Some(packets_out) = tx
+            .pacer
+            .as_ref()
+            .map(|_| (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss))
+        {
+            tx.st.pacing_rate = pacing::linux_rate(&tx.st, packets_out);
         }
     }
 
