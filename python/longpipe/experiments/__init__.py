@@ -5,4 +5,5 @@ REGISTRY = {
     "wcdma": "longpipe.experiments.wcdma",
     "gateway": "longpipe.experiments.gateway",
     "crosscheck": "longpipe.experiments.crosscheck",
+    "crosscheck-linux": "longpipe.experiments.crosscheck_linux",
 }
