@@ -37,7 +37,6 @@ fn profile_defaults_on_the_wire() {
     );
     let (out, pk) = run_pcap(&sc, "server-client");
     let f = &out.result.flows[0];
-    let syn = &pk[0].1;
     assert_eq!(f.tcp, "cubic");
     assert_eq!(f.bytes_delivered, 200_000);
     let syn = &pk[0].1;
