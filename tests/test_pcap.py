@@ -78,3 +78,27 @@ def test_sack_blocks_in_pcap(tmp_path, tshark):
     for row in sacks:
         for le, re_ in zip(row[1].split(";"), row[2].split(";")):
             assert int(re_) > int(le)
+
+
+def test_timestamps_in_pcap(tmp_path, tshark):
+    # the Linux profile negotiates RFC 7323 timestamps: every segment carries TSopt, the
+    # receiver echoes the sender's TSval, and each end's clock never runs backwards
+    sc = path_scenario(stack="linux", app={"bytes": "500KB"}, duration="20s", queue="1000pkt",
+                       loss={"kind": "list", "drop": [30]})
+    r = longpipe.run(sc, pcap=["server-client"])
+    f = r.write_pcaps(tmp_path)[0]
+    rows = tshark_fields(tshark, f, "ip.src", "tcp.flags.syn", "tcp.options.timestamp.tsval",
+                         "tcp.options.timestamp.tsecr", "tcp.len")
+    assert len(rows) == sum(link.packets - link.drops_loss * (link.dir == "reverse")
+                            for link in r.links.itertuples())
+    assert all(row[2] and row[3] for row in rows), "TSopt on every segment"
+    assert sum(1 for row in rows if row[1] == "1") == 2
+    sent = [row for row in rows if row[0] == "10.0.0.1"]
+    acks = [row for row in rows if row[0] == "10.0.0.2" and row[1] == "0"]
+    for side in (sent, acks):
+        vals = [int(row[2]) for row in side]
+        assert all((b - a) % 2**32 < 2**31 for a, b in zip(vals, vals[1:])), "TSval never decreases"
+    tsvals = {int(row[2]) for row in sent}
+    assert all(int(row[3]) in tsvals for row in acks), "ACKs echo a TSval the sender sent"
+    # data segments carry MSS - 12 B (the option's 12 bytes)
+    assert max(int(row[4]) for row in sent) == 1448

@@ -300,6 +300,23 @@ def test_compare_vary_json_csv(tmp_path, tiny):
     assert r.returncode == 2 and "flow[0].sack" in r.stderr
 
 
+def test_compare_stack(tiny):
+    d = json.loads(cli("compare", tiny, "--stack", "classic,linux", "--json", "--quiet", check=True).stdout)
+    assert d["vary"] == ["flow.stack"] and [v["flow.stack"] for v in d["variants"]] == ["classic", "linux"]
+    import longpipe
+
+    one = longpipe.run(tiny, overrides={"flow.stack": "linux"}).data
+    assert d["variants"][1]["goodput_bps_mean"] == pytest.approx(one["flows"][0]["goodput_bps"])
+    assert one["flows"][0]["tcp"] == "cubic"  # the profile's default
+    d = json.loads(cli("compare", tiny, "--stack", "linux", "--tcp", "reno,bbr", "--json", "--quiet",
+                       check=True).stdout)
+    assert d["vary"] == ["flow.stack", "flow.tcp"] and len(d["variants"]) == 2
+    r = cli("compare", tiny, "--stack", "classic", "--tcp", "bbr")
+    assert r.returncode == 2 and "flow[0].stack" in r.stderr and "linux" in r.stderr
+    r = cli("compare", tiny, "--stack", "bsd")
+    assert r.returncode == 2 and "flow[0].stack" in r.stderr
+
+
 # ----------------------------------------------------------------------------- front end
 def test_cli_starts_without_numpy_or_pandas(tiny):
     """`longpipe run --json` and `--help` load neither NumPy nor pandas (start-up time;

@@ -173,8 +173,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     from .experiments import REGISTRY
 
-    # crosscheck runs in real time as root: not part of "all"
-    names = [n for n in REGISTRY if n != "crosscheck"] if args.name == "all" else [args.name]
+    # the crosschecks run in real time as root: not part of "all"
+    names = [n for n in REGISTRY if not n.startswith("crosscheck")] if args.name == "all" else [args.name]
     for n in names:
         mod = importlib.import_module(REGISTRY[n])
         out = Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
@@ -234,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
                     "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), peach (seed 004: TCP-Peach and "
                     "Peach+ against link errors, fig. 5), crosscheck (simulator against Linux TCP through longpipe emu; "
-                    "root), or all")
+                    "root), crosscheck-linux (the Linux profile against Linux's reno, cubic, bbr; root), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
     rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
     sweeps_cli.add_exec_args(rp)

@@ -66,6 +66,8 @@ pub fn kernel_cc(kind: TcpKind, available: &[String]) -> Result<String, String> 
                 kind.name()
             ))
         }
+        TcpKind::Cubic => "cubic",
+        TcpKind::Bbr => "bbr",
         TcpKind::Tahoe => {
             return Err("\"tahoe\" has no Linux counterpart (Linux's \"reno\" recovers as \
                         NewReno); use reno or newreno, or choose a kernel congestion control with --cc"
@@ -132,10 +134,13 @@ pub fn map(
             m.unmapped.push(s);
         }
     };
-    // Per node: SACK wanted, min RTO (sender side), largest buffer.
+    // Per node: SACK wanted, timestamps and D-SACK (per flow: who set them), min RTO
+    // (sender side), largest buffer.
     let mut sack = vec![false; n];
     // Per node: whether its flows ask for ECN (tcp_ecn 1) or not (2: accept only).
     let mut ecn: Vec<Option<(bool, usize)>> = vec![None; n];
+    let mut ts: Vec<Option<(bool, usize)>> = vec![None; n];
+    let mut dsack: Vec<Option<(bool, usize)>> = vec![None; n];
     let mut rto_min: Vec<Option<(SimDuration, usize)>> = vec![None; n];
     let mut rto_max: Vec<Option<(SimDuration, usize)>> = vec![None; n];
     let mut buf = vec![4u64 << 20; n];
@@ -167,6 +172,40 @@ pub fn map(
                 )
             }
             _ => ecn[f.src] = Some((t.sender.ecn, f.id)),
+        }
+        let st = t.sender.stack;
+        for (slots, v, what) in [
+            (&mut ts, Some(st.timestamps), "timestamps"),
+            // D-SACK: the kernel's default (on) unless a Linux-stack flow says
+            (&mut dsack, st.linux.then_some(st.dsack), "dsack"),
+        ] {
+            let Some(v) = v else { continue };
+            for u in [f.src, f.dst] {
+                match slots[u] {
+                    Some((o, j)) if o != v => {
+                        return err(
+                            format!("{p}.{what}"),
+                            format!(
+                                "differs from flow {j}'s on node {:?}; Linux sets it per host \
+                                 (one namespace per node)",
+                                sc.nodes[u].name
+                            ),
+                        )
+                    }
+                    _ => slots[u] = Some((v, f.id)),
+                }
+            }
+        }
+        if st.pacing && t.tcp != TcpKind::Bbr {
+            note(format!(
+                "{p}.pacing: Linux paces {} only under the fq qdisc, which is not set up",
+                t.tcp.name()
+            ));
+        }
+        if st.linux && !st.rack {
+            note(format!(
+                "{p}.rack: Linux's RACK-TLP stays on (tcp_recovery is not changed)"
+            ));
         }
         for (slot, v, what) in [
             (&mut rto_min[f.src], t.sender.min_rto, "min_rto"),
@@ -218,8 +257,9 @@ pub fn map(
         if !t.receiver.delayed_ack && !r.iter().any(|x| x == "quickack 1") {
             r.push("quickack 1".into());
         }
-        if t.receiver.delayed_ack && t.receiver.delayed_ack_timeout != SimDuration::from_millis(200)
-        {
+        // the stack profile's default: 200 ms classic, 40 ms (Linux's minimum) linux
+        let ato = SimDuration::from_millis(if st.linux { 40 } else { 200 });
+        if t.receiver.delayed_ack && t.receiver.delayed_ack_timeout != ato {
             note(format!(
                 "{p}.delayed_ack_timeout: Linux's delayed-ACK timer adapts between 40 and 200 ms"
             ));
@@ -272,8 +312,13 @@ pub fn map(
             "2"
         };
         s.push(("ipv4/tcp_ecn".into(), e.into()));
-        // The simulator's segments carry no timestamps: its MSS is all payload.
-        s.push(("ipv4/tcp_timestamps".into(), "0".into()));
+        // Timestamps as the flows of this node have them (the classic stack has none: its
+        // MSS is all payload; with timestamps both carry MSS - 12 B per segment).
+        let on = |x: Option<(bool, usize)>| x.is_some_and(|(v, _)| v) as u8;
+        s.push(("ipv4/tcp_timestamps".into(), on(ts[u]).to_string()));
+        if dsack[u].is_some() {
+            s.push(("ipv4/tcp_dsack".into(), on(dsack[u]).to_string()));
+        }
         s.push(("ipv4/tcp_no_metrics_save".into(), "1".into()));
         let b = buf[u];
         s.push(("ipv4/tcp_rmem".into(), format!("4096 131072 {b}")));
@@ -348,6 +393,52 @@ mod tests {
         assert_eq!(get(0, "ipv4/tcp_ecn").unwrap(), "1", "the sender asks");
         assert_eq!(get(2, "ipv4/tcp_ecn").unwrap(), "2", "the receiver accepts");
         assert_eq!(m.mtu, 1500);
+    }
+
+    #[test]
+    fn the_linux_stack_maps_its_cc_timestamps_and_dsack() {
+        let get = |m: &Mapping, u: usize, k: &str| {
+            m.sysctls[u].iter().find(|x| x.0 == k).map(|x| x.1.clone())
+        };
+        for (tcp, cc) in [("cubic", "cubic"), ("bbr", "bbr"), ("reno", "reno")] {
+            let m = map(
+                &sc(&format!(
+                    r#"{{"src":"s","dst":"c","stack":"linux","tcp":"{tcp}"}}"#
+                )),
+                None,
+                &avail(),
+            )
+            .unwrap();
+            assert_eq!(m.flows[0].cc, cc);
+            assert_eq!(m.routes[&(0, 2)], ["initcwnd 10"]);
+            for u in [0, 2] {
+                assert_eq!(get(&m, u, "ipv4/tcp_timestamps").unwrap(), "1");
+                assert_eq!(get(&m, u, "ipv4/tcp_dsack").unwrap(), "1");
+                assert_eq!(get(&m, u, "ipv4/tcp_sack").unwrap(), "1");
+            }
+            assert_eq!(get(&m, 0, "ipv4/tcp_rto_min_us").unwrap(), "200000");
+            assert!(m.unmapped.is_empty(), "{:?}", m.unmapped);
+        }
+        // the classic stack leaves D-SACK at the kernel's default and has no timestamps
+        let m = map(&sc(r#"{"src":"s","dst":"c"}"#), None, &avail()).unwrap();
+        assert_eq!(get(&m, 0, "ipv4/tcp_timestamps").unwrap(), "0");
+        assert_eq!(get(&m, 0, "ipv4/tcp_dsack"), None);
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","stack":"linux","dsack":false,"pacing":true}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        assert_eq!(get(&m, 2, "ipv4/tcp_dsack").unwrap(), "0");
+        assert!(m.unmapped[0].contains("flow[0].pacing"), "{:?}", m.unmapped);
+        // timestamps are per host
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","stack":"linux"},{"src":"s","dst":"c"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "flow[1].timestamps");
     }
 
     #[test]

@@ -6,4 +6,5 @@ REGISTRY = {
     "gateway": "longpipe.experiments.gateway",
     "peach": "longpipe.experiments.peach",
     "crosscheck": "longpipe.experiments.crosscheck",
+    "crosscheck-linux": "longpipe.experiments.crosscheck_linux",
 }

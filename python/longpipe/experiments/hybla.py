@@ -279,3 +279,33 @@ def recovery_stats(rtt: float, p: float, seeds: Iterable[int] = range(1, 4), tcp
     return {"recoveries_per_run": fr / n, "retransmissions_per_recovery": rx / max(fr, 1),
             "rtos_per_run": to / n, "mean_recovery_rtt": float(np.mean(durs)) if durs else math.nan,
             "median_recovery_rtt": float(np.median(durs)) if durs else math.nan}
+
+
+# The controlled experiments of docs/notes/hybla-validation.md ("The gap at 250 ms"): one
+# mechanism changed at a time on the SACK validation scenario (flow keys per variant).
+CONTROLLED: dict[str, dict[str, Any]] = {
+    "SACK, RFC 6675": {},
+    "NewReno recovery": {"sack": False},
+    "PRR": {"prr": True},
+    "delayed ACKs": {"delayed_ack": True},
+    "PRR + delayed ACKs": {"prr": True, "delayed_ack": True},
+    "ssthresh from cwnd": {"hybla": {"ssthresh": "cwnd"}},
+    "rwnd 2 Wm": {"rwnd": f"{2 * WM * PACKET}B"},
+    "PRR, rwnd 2 Wm": {"prr": True, "rwnd": f"{2 * WM * PACKET}B"},
+    "Linux stack": {"stack": "linux", "timestamps": False},
+}
+
+
+def controlled(rtt: float, p: float, variant: str, seeds: Iterable[int] = range(1, 6)) -> dict[str, float]:
+    """Hybla's mean goodput (packets/s) and the model's error for one variant of
+    CONTROLLED at one point (the table of docs/notes/hybla-validation.md)."""
+    sc = scenario(rtt, p, "hybla", sack=True)
+    sc["flow"][0].update(CONTROLLED[variant])
+    if sc["flow"][0].get("stack") == "linux":
+        del sc["flow"][0]["partial_ack_timer"]
+    runs = [api.run(sc, seed=s).data["flows"][0] for s in seeds]
+    pps = float(np.mean([f["goodput_bps"] / 8 / PACKET for f in runs]))
+    model = hybla_model(rtt, p, WM).throughput_pps
+    return {"sim_pps": pps, "model_pps": model, "model_err": model / pps - 1,
+            "rtos": float(np.mean([f["timeouts"] for f in runs])),
+            "retransmissions": float(np.mean([f["retransmitted_segments"] for f in runs]))}

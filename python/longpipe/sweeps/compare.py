@@ -16,7 +16,11 @@ DEFAULT_TCP = "tahoe,reno,newreno"
 def register_args(c: argparse.ArgumentParser) -> None:
     """The options of ``compare`` (the parser itself is made in longpipe.cli)."""
     c.add_argument("scenario", help="scenario file (TOML or JSON)")
-    c.add_argument("--tcp", help=f"comma-separated congestion controls (default without --vary: {DEFAULT_TCP})")
+    c.add_argument("--tcp", help=f"comma-separated congestion controls (default without --vary or --stack: "
+                   f"{DEFAULT_TCP})")
+    c.add_argument("--stack", help="comma-separated stack profiles to compare: classic (the papers' TCP), linux "
+                   "(a Linux 6.x profile: IW 10, SACK, timestamps, PRR, RACK-TLP, 200 ms min RTO, CUBIC unless "
+                   "--tcp says otherwise)")
     c.add_argument("--vary", action="append", metavar="KEY=VALUES",
                    help="compare the values of any scenario key, e.g. flow.sack=false,true (grid syntax as for "
                    "sweep; repeat for every combination)")
@@ -46,6 +50,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .summary import fmt_mean_ci
 
     grid = list(args.vary or [])
+    if args.stack is not None:
+        if not [v for v in args.stack.split(",") if v.strip()]:
+            raise ScenarioError(None, "--stack", "expected a comma-separated list such as classic,linux")
+        grid.append(f"flow.stack={args.stack}")
     if args.tcp is not None or not grid:
         tcp = DEFAULT_TCP if args.tcp is None else args.tcp
         if not [v for v in tcp.split(",") if v.strip()]:

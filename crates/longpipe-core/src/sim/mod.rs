@@ -215,7 +215,9 @@ impl<'a> Sim<'a> {
             let tx = Endpoint::new(
                 Side::Sender(Box::new(Sender::new(
                     f.tcp.sender.clone(),
-                    f.tcp.cc.build(),
+                    f.tcp.cc.build_seeded(
+                        RngStream::new(seed, &format!("flow/{}/cc", f.id)).next_u64(),
+                    ),
                     f.tcp.recovery,
                     trace,
                 ))),

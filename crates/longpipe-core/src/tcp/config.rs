@@ -3,12 +3,14 @@
 //! ([`TcpConfig`]): defaults, units and checks live here, beside the endpoints that use
 //! them. Node names (`src`, `dst`) are resolved by the scenario layer.
 
-use super::cc::hybla::HyblaSpec;
+use super::cc::hybla::{HyblaSpec, LossSsthresh};
 use super::cc::CcConfig;
 use super::receiver::ReceiverConfig;
 use super::recovery::peach::{PeachSpec, ProbeAck, Variant};
 use super::recovery::RecoveryKind;
+use super::rtt::RtoBounds;
 use super::sender::SenderConfig;
+use super::stack::{Stack, StackConfig};
 use crate::error::{err, ScenarioError};
 use crate::time::{SimDuration, SimTime};
 use crate::units::{Bytes, Duration};
@@ -39,6 +41,10 @@ pub enum TcpKind {
     /// TCP-Cherry (Utsumi et al. 2008), experimental reconstruction: supplement
     /// segments, Fast-Forward Start, First-Aid Recovery; options in `peach`.
     Cherry,
+    /// CUBIC (RFC 9438) as Linux `tcp_cubic.c` implements it, with HyStart.
+    Cubic,
+    /// BBR v1 as Linux `tcp_bbr.c` (needs `stack = "linux"`, which it implies).
+    Bbr,
 }
 
 impl TcpKind {
@@ -51,6 +57,8 @@ impl TcpKind {
             TcpKind::Peach => "peach",
             TcpKind::PeachPlus => "peach+",
             TcpKind::Cherry => "cherry",
+            TcpKind::Cubic => "cubic",
+            TcpKind::Bbr => "bbr",
         }
     }
 
@@ -64,20 +72,59 @@ impl TcpKind {
         }
     }
 
-    /// The congestion control, with `hybla` the options of `tcp = "hybla"`.
+    /// The congestion control of the classic stack, with `hybla` the options of
+    /// `tcp = "hybla"`.
     pub fn cc(self, hybla: Option<&HyblaSpec>, path: &str) -> Result<CcConfig, ScenarioError> {
+        self.cc_for(Stack::Classic, hybla, path)
+    }
+
+    /// The congestion control in a stack profile: the Linux profile uses Linux's Reno
+    /// (`tcp_reno_*`: ssthresh from cwnd) and Hybla's Linux loss response by default.
+    pub fn cc_for(
+        self,
+        stack: Stack,
+        hybla: Option<&HyblaSpec>,
+        path: &str,
+    ) -> Result<CcConfig, ScenarioError> {
         if hybla.is_some() && self != TcpKind::Hybla {
             return err(format!("{path}.hybla"), "only applies to tcp = \"hybla\"");
         }
+        let linux = stack == Stack::Linux;
         Ok(match self {
+            TcpKind::Tahoe | TcpKind::Reno | TcpKind::Newreno if linux => CcConfig::LinuxReno,
             TcpKind::Tahoe | TcpKind::Reno | TcpKind::Newreno => CcConfig::Reno,
-            TcpKind::Hybla => CcConfig::Hybla(HyblaSpec::resolve(hybla, &format!("{path}.hybla"))?),
+            TcpKind::Hybla => {
+                let mut h = HyblaSpec::resolve(hybla, &format!("{path}.hybla"))?;
+                if linux && hybla.is_none_or(|h| h.ssthresh.is_none()) {
+                    h.loss_ssthresh = LossSsthresh::Cwnd;
+                }
+                CcConfig::Hybla(h)
+            }
+            TcpKind::Peach | TcpKind::PeachPlus | TcpKind::Cherry if linux => {
+                return err(
+                    format!("{path}.stack"),
+                    format!(
+                        "tcp = \"{}\" runs on the classic stack only (its loss recovery \
+                         replaces the stack's)",
+                        self.name()
+                    ),
+                )
+            }
             TcpKind::Peach | TcpKind::PeachPlus | TcpKind::Cherry => CcConfig::Peach,
+            TcpKind::Cubic => CcConfig::Cubic,
+            TcpKind::Bbr if linux => CcConfig::Bbr,
+            TcpKind::Bbr => {
+                return err(
+                    format!("{path}.stack"),
+                    "tcp = \"bbr\" needs stack = \"linux\" (BBR relies on Linux's loss \
+                     recovery, rate sampling and pacing)",
+                )
+            }
         })
     }
 
     /// The loss-recovery scheme (RFC 6675 replaces Reno's and NewReno's once SACK is
-    /// negotiated).
+    /// negotiated; the Linux profile has its own).
     pub fn recovery(self, partial_ack_timer: PartialAckTimer) -> RecoveryKind {
         match self {
             TcpKind::Tahoe => RecoveryKind::Tahoe,
@@ -86,6 +133,8 @@ impl TcpKind {
             // this is the NewReno fallback it replaces
             TcpKind::Newreno
             | TcpKind::Hybla
+            | TcpKind::Cubic
+            | TcpKind::Bbr
             | TcpKind::Peach
             | TcpKind::PeachPlus
             | TcpKind::Cherry => RecoveryKind::NewReno {
@@ -160,8 +209,35 @@ pub struct AppSpec {
 pub struct FlowSpec {
     pub src: String,
     pub dst: String,
+    /// Congestion control. Default "newreno" ("cubic" with stack = "linux").
     #[serde(default)]
-    pub tcp: TcpKind,
+    pub tcp: Option<TcpKind>,
+    /// "classic" (the papers' TCP, default) or "linux" (a Linux 6.x profile; see
+    /// docs/notes/linux-profile.md). Sets the defaults marked (linux: ...) below.
+    #[serde(default)]
+    pub stack: Option<Stack>,
+    /// RFC 7323 timestamps (linux: true). Default false.
+    #[serde(default)]
+    pub timestamps: Option<bool>,
+    /// RFC 2883 D-SACK reports from the receiver (linux: true). Default false.
+    #[serde(default)]
+    pub dsack: Option<bool>,
+    /// Pace transmissions (Linux's rate: 200 % of cwnd/SRTT in slow start, 120 % after);
+    /// always on for BBR. Default false.
+    #[serde(default)]
+    pub pacing: Option<bool>,
+    /// Classic stack with SACK: RFC 6937 Proportional Rate Reduction instead of RFC
+    /// 6675's reduction at once (the Linux stack always uses PRR). Default false.
+    #[serde(default)]
+    pub prr: Option<bool>,
+    /// Linux stack: RACK-TLP loss detection (RFC 8985); false uses RFC 6675's IsLost.
+    /// Default true.
+    #[serde(default)]
+    pub rack: Option<bool>,
+    /// Data segments acknowledged at once at the start of the connection (Linux
+    /// quick-ACK mode; linux: 16). Default 0.
+    #[serde(default)]
+    pub quickack: Option<u32>,
     /// Sender maximum segment size (payload bytes). Default 1460.
     #[serde(default)]
     pub mss: Option<u32>,
@@ -169,10 +245,11 @@ pub struct FlowSpec {
     #[serde(default)]
     pub mtu: Option<u32>,
     /// Receiver buffer = advertised window (window scaling negotiated when > 65535 B).
-    /// Default 64KiB.
+    /// Default 64KiB (linux: 6MiB, the autotuning maximum).
     #[serde(default)]
     pub rwnd: Option<Bytes>,
-    /// Initial window in segments or "rfc2414" | "rfc3390" | "rfc6928". Default 1.
+    /// Initial window in segments or "rfc2414" | "rfc3390" | "rfc6928". Default 1
+    /// (linux: 10).
     #[serde(default)]
     pub iw: Option<IwSpec>,
     /// Initial slow-start threshold in segments (default: arbitrarily high, RFC 5681).
@@ -189,9 +266,10 @@ pub struct FlowSpec {
     /// (default false).
     #[serde(default)]
     pub limited_transmit: bool,
-    /// SACK (RFC 2018 option, RFC 6675 loss recovery) when both ends have it. Default false.
+    /// SACK (RFC 2018 option, RFC 6675 loss recovery) when both ends have it. Default
+    /// false (linux: true).
     #[serde(default)]
-    pub sack: bool,
+    pub sack: Option<bool>,
     /// ECN (RFC 3168) at both ends: negotiated on the handshake; ECT data, ECE/CWR.
     /// Default false.
     #[serde(default)]
@@ -202,16 +280,17 @@ pub struct FlowSpec {
     /// Receiver delays ACKs (every second full segment, 200 ms timer). Default true.
     #[serde(default)]
     pub delayed_ack: Option<bool>,
-    /// Delayed-ACK timer. Default 200ms.
+    /// Delayed-ACK timer. Default 200ms (linux: 40ms).
     #[serde(default)]
     pub delayed_ack_timeout: Option<Duration>,
-    /// Minimum RTO (RFC 6298 says 1 s; Linux uses 200 ms). Default 1s.
+    /// Minimum RTO (RFC 6298 says 1 s). Default 1s (linux: 200ms, added to SRTT as
+    /// Linux does).
     #[serde(default)]
     pub min_rto: Option<Duration>,
     /// Initial RTO (RFC 6298 (2.1)). Default 1s.
     #[serde(default)]
     pub initial_rto: Option<Duration>,
-    /// Maximum RTO (RFC 6298 (2.5)). Default 60s.
+    /// Maximum RTO (RFC 6298 (2.5)). Default 60s (linux: 120s).
     #[serde(default)]
     pub max_rto: Option<Duration>,
     #[serde(default)]
@@ -230,6 +309,7 @@ pub const MIN_TIMER: SimDuration = SimDuration::from_millis(1);
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
     pub tcp: TcpKind,
+    pub stack: Stack,
     pub cc: CcConfig,
     pub recovery: RecoveryKind,
     pub sender: SenderConfig,
@@ -247,6 +327,57 @@ impl TcpConfig {
 }
 
 impl FlowSpec {
+    /// The stack profile and the congestion control: `tcp = "bbr"` implies the Linux
+    /// stack; the Linux stack's default is CUBIC, the classic one's NewReno.
+    pub fn stack_and_tcp(&self) -> (Stack, TcpKind) {
+        let stack = self.stack.unwrap_or(if self.tcp == Some(TcpKind::Bbr) {
+            Stack::Linux
+        } else {
+            Stack::Classic
+        });
+        let tcp = self.tcp.unwrap_or(match stack {
+            Stack::Classic => TcpKind::Newreno,
+            Stack::Linux => TcpKind::Cubic,
+        });
+        (stack, tcp)
+    }
+
+    /// The profile's mechanisms with the flow's overrides.
+    fn mechanisms(
+        &self,
+        stack: Stack,
+        tcp: TcpKind,
+        p: &str,
+    ) -> Result<StackConfig, ScenarioError> {
+        let mut m = stack.defaults().mechanisms;
+        m.timestamps = self.timestamps.unwrap_or(m.timestamps);
+        m.dsack = self.dsack.unwrap_or(m.dsack);
+        m.quickack = self.quickack.unwrap_or(m.quickack);
+        m.pacing = self.pacing.unwrap_or(m.pacing);
+        if tcp == TcpKind::Bbr {
+            if self.pacing == Some(false) {
+                return err(
+                    format!("{p}.pacing"),
+                    "BBR always paces (it sets its pacing rate)",
+                );
+            }
+            m.pacing = true;
+        }
+        if let Some(prr) = self.prr {
+            if stack == Stack::Linux && !prr {
+                return err(format!("{p}.prr"), "the Linux stack always uses PRR");
+            }
+            m.prr = prr;
+        }
+        if let Some(rack) = self.rack {
+            if stack == Stack::Classic && rack {
+                return err(format!("{p}.rack"), "RACK-TLP needs stack = \"linux\"");
+            }
+            m.rack = rack;
+        }
+        Ok(m)
+    }
+
     /// Defaults and checks of everything but the node names; `path` is `flow[i]`.
     pub fn resolve(&self, path: &str) -> Result<TcpConfig, ScenarioError> {
         let p = path;
@@ -272,7 +403,9 @@ impl FlowSpec {
                 format!("must be in [1, 65495], got {mss}"),
             );
         }
-        let rwnd = self.rwnd.map(|b| b.0).unwrap_or(65_536);
+        let (stack, tcp) = self.stack_and_tcp();
+        let prof = stack.defaults();
+        let rwnd = self.rwnd.map(|b| b.0).unwrap_or(prof.rwnd);
         if rwnd < mss as u64 {
             return err(
                 format!("{p}.rwnd"),
@@ -285,11 +418,15 @@ impl FlowSpec {
                 "must be at most 1 GiB (RFC 7323 window scale limit)",
             );
         }
-        let iw_bytes = IwSpec::bytes(self.iw.as_ref(), mss, &format!("{p}.iw"))?;
+        let iw = self
+            .iw
+            .clone()
+            .unwrap_or(IwSpec::Segments(prof.iw_segments));
+        let iw_bytes = IwSpec::bytes(Some(&iw), mss, &format!("{p}.iw"))?;
         let dur = |d: Option<Duration>, def: SimDuration| d.map(|d| d.0).unwrap_or(def);
-        let min_rto = dur(self.min_rto, SimDuration::from_secs(1));
-        let initial_rto = dur(self.initial_rto, SimDuration::from_secs(1));
-        let max_rto = dur(self.max_rto, SimDuration::from_secs(60));
+        let min_rto = dur(self.min_rto, prof.min_rto);
+        let initial_rto = dur(self.initial_rto, prof.initial_rto);
+        let max_rto = dur(self.max_rto, prof.max_rto);
         // RFC 6298 recommends 1 s and Linux uses 200 ms; below 1 ms no real stack times
         // out, and a zero timer would fire forever at one instant.
         for (key, v) in [("min_rto", min_rto), ("initial_rto", initial_rto)] {
@@ -306,7 +443,7 @@ impl FlowSpec {
                 "must be at least min_rto and initial_rto",
             );
         }
-        let delack = dur(self.delayed_ack_timeout, SimDuration::from_millis(200));
+        let delack = dur(self.delayed_ack_timeout, prof.delayed_ack_timeout);
         if delack < MIN_TIMER {
             return err(
                 format!("{p}.delayed_ack_timeout"),
@@ -323,8 +460,8 @@ impl FlowSpec {
         if self.ssthresh == Some(0) {
             return err(format!("{p}.ssthresh"), "must be at least 1 segment");
         }
-        let cc = self.tcp.cc(self.hybla.as_ref(), p)?;
-        let peach = match self.tcp.peach_variant() {
+        let cc = tcp.cc_for(stack, self.hybla.as_ref(), p)?;
+        let peach = match tcp.peach_variant() {
             Some(v) => Some(PeachSpec::resolve(
                 self.peach.as_ref(),
                 v,
@@ -338,18 +475,21 @@ impl FlowSpec {
             }
             None => None,
         };
+        let sack = self.sack.unwrap_or(prof.sack);
+        let mech = self.mechanisms(stack, tcp, p)?;
         let count = self.count.unwrap_or(1);
         if count == 0 {
             return err(format!("{p}.count"), "must be at least 1");
         }
         Ok(TcpConfig {
-            tcp: self.tcp,
+            tcp,
+            stack,
             cc,
             recovery: match peach {
+                // cc_for() refused the family on the Linux stack
                 Some(c) => RecoveryKind::Peach(c),
-                None => self
-                    .tcp
-                    .recovery(self.partial_ack_timer.unwrap_or_default()),
+                None if mech.linux => RecoveryKind::Linux,
+                None => tcp.recovery(self.partial_ack_timer.unwrap_or_default()),
             },
             sender: SenderConfig {
                 mss,
@@ -358,20 +498,27 @@ impl FlowSpec {
                 min_rto,
                 max_rto,
                 app_bytes,
-                sack_permitted: self.sack,
+                sack_permitted: sack,
                 initial_ssthresh: self.ssthresh.map(|s| s as u64 * mss as u64),
                 limited_transmit: self.limited_transmit,
                 ecn: self.ecn,
+                stack: mech,
             },
             receiver: ReceiverConfig {
                 mss,
                 buffer: rwnd,
                 delayed_ack: self.delayed_ack.unwrap_or(true),
                 delayed_ack_timeout: delack,
-                sack: self.sack,
+                sack,
                 app_bytes,
                 ecn: self.ecn,
                 flag_probe_acks: peach.is_some_and(|c| c.probe_ack == ProbeAck::Flagged),
+                stack: mech,
+                rto: RtoBounds {
+                    initial: initial_rto,
+                    min: min_rto,
+                    max: max_rto,
+                },
             },
             start: SimTime(self.start.map(|d| d.0 .0).unwrap_or(0)),
             count,

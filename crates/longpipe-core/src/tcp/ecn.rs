@@ -16,6 +16,10 @@
 //!   a data segment arrives with CWR (a CWR segment that is itself marked CE sets it
 //!   again). It acknowledges a CE-marked segment at once when ECE was not already set
 //!   (so the echo is not held by the delayed-ACK timer; Linux does the same).
+//! - The Linux stack with SACK answers an echo in its own scheme instead
+//!   (`recovery/linux.rs`, `tcp_enter_cwr`): the CWR state, cwnd brought down to the
+//!   control's ssthresh by PRR over a round trip; every reduction there queues CWR
+//!   ([`queue_cwr`]). BBR v1 ignores ECN there, as in Linux (it sets cwnd itself).
 //!
 //! Not modelled: the §6.1.2 rule for a window of one segment (reset the retransmission
 //! timer instead of sending), ECN on SYN-ACKs (RFC 5562), ECN nonces, AccECN.
@@ -93,9 +97,22 @@ pub fn on_ack(tx: &mut Tx, cc: &mut dyn CongestionControl, flags: u8, ack: u64) 
     tx.st.ssthresh = cc.ssthresh(&tx.st);
     tx.st.cwnd = tx.st.ssthresh;
     tx.ecn.high = tx.snd_max;
-    tx.ecn.cwr_pending = true;
+    queue_cwr(tx);
     tx.stats.extra.ecn_reductions += 1;
     true
+}
+
+/// Whether an ACK with `flags` echoes congestion on a connection that negotiated ECN.
+pub fn ece(tx: &Tx, flags: u8) -> bool {
+    tx.ecn.on && flags & ECE != 0
+}
+
+/// The next new data segment carries CWR (after a window reduction; the Linux stack
+/// calls this on every reduction, as `tcp_ecn_queue_cwr`).
+pub fn queue_cwr(tx: &mut Tx) {
+    if tx.ecn.on {
+        tx.ecn.cwr_pending = true;
+    }
 }
 
 /// Receiver-side ECN state.
@@ -219,6 +236,7 @@ mod tests {
             initial_ssthresh: None,
             limited_transmit: false,
             ecn: true,
+            stack: crate::tcp::stack::StackConfig::CLASSIC,
         };
         let mut s = Sender::new(
             cfg,

@@ -53,6 +53,9 @@ pub struct Endpoint {
     /// The sender opens the connection at this time.
     start: Option<SimTime>,
     segs: Vec<Seg>,
+    /// Our timestamp clock's offset on the wire (Linux randomises it per connection;
+    /// here it is derived from the initial sequence number).
+    ts_offset: u32,
 }
 
 /// Counters of either end.
@@ -86,6 +89,7 @@ impl Endpoint {
             high_peer: 0,
             start,
             segs: Vec::new(),
+            ts_offset: isn.rotate_left(13).wrapping_mul(0x9e37_79b9),
         }
     }
 
@@ -180,6 +184,10 @@ impl Endpoint {
                 )
             }),
             sack,
+            ts: w
+                .opts
+                .timestamps
+                .map(|(v, e)| (v, e.wrapping_sub(self.ts_offset))),
             ..Default::default()
         }
     }
@@ -207,6 +215,7 @@ impl Endpoint {
             opts.wscale = Some(ws);
             opts.sack_permitted = sack_ok;
         }
+        opts.timestamps = s.ts.map(|(v, e)| (v.wrapping_add(self.ts_offset), e));
         if let Some(l) = &s.sack {
             let blocks: Vec<(u32, u32)> = l
                 .as_slice()

@@ -7,13 +7,18 @@ pub mod cc;
 pub mod config;
 pub mod ecn;
 pub mod endpoint;
+pub mod pacing;
+pub mod rate;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;
+pub mod rtt_linux;
 pub mod sack;
 pub mod seg;
 pub mod sender;
 pub mod seq;
+pub mod stack;
+pub mod timestamps;
 pub mod tx;
 
 /// Opt-in per-flow time series, kept as columns.

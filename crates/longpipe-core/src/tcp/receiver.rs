@@ -9,7 +9,10 @@
 //! low-priority probe ([`ReceiverConfig::flag_probe_acks`]).
 
 use super::ecn::EcnReceiver;
+use super::rtt::{RtoBounds, RttEstimator};
 use super::seg::{SackList, Seg, ACK, FIN, SYN};
+use super::stack::StackConfig;
+use super::timestamps::{ts_clock, Paws, TsRecent};
 use crate::element::Class;
 use crate::stats::Last;
 use crate::time::{SimDuration, SimTime};
@@ -28,7 +31,14 @@ pub struct ReceiverConfig {
     /// the low-priority class, so that the sender can tell probe ACKs apart
     /// (`peach.probe_ack = "flagged"`).
     pub flag_probe_acks: bool,
+    /// Retransmission timer of our FIN (RFC 6298, sampled on the SYN-ACK).
+    pub rto: RtoBounds,
+    /// The stack profile's mechanisms (timestamps, D-SACK, quick ACKs).
+    pub stack: StackConfig,
 }
+
+/// Retransmissions of our FIN before giving up (Linux `tcp_orphan_retries` default).
+const FIN_RETRIES: u32 = 8;
 
 /// RFC 7323 §2.3: smallest shift so that the buffer fits 16 bits, at most 14.
 pub fn window_shift(buffer: u64) -> u8 {
@@ -64,6 +74,26 @@ pub struct Receiver {
     unacked_segs: u32,
     delack_deadline: Option<SimTime>,
     ecn: EcnReceiver,
+    /// RTT estimate for our FIN's retransmission timer: sampled from the SYN-ACK unless
+    /// it was sent more than once (Karn).
+    rtt: RttEstimator,
+    synack_sent: Option<(SimTime, u32)>,
+    /// Our FIN (its sequence number) once sent; its retransmission timer until the
+    /// peer acknowledges it (RFC 9293 LAST-ACK).
+    own_fin: Option<u64>,
+    fin_acked: bool,
+    fin_deadline: Option<SimTime>,
+    fin_retx: u32,
+    /// The current time (for timestamps on what we send).
+    now: SimTime,
+    /// Timestamps negotiated, and what to echo (RFC 7323).
+    ts_on: bool,
+    ts: TsRecent,
+    /// A D-SACK block for the next ACK (RFC 2883): a duplicate we received.
+    dsack: Option<(u64, u64)>,
+    /// Segments still acknowledged at once (Linux quick-ACK mode).
+    quick: u32,
+    data_seen: bool,
     pub stats: ReceiverCounters,
 }
 
@@ -83,7 +113,6 @@ impl Receiver {
         let adv_wnd = (cfg.buffer >> wscale) << wscale;
         let ecn = EcnReceiver::new(cfg.ecn);
         Receiver {
-            cfg,
             state: State::Listen,
             wscale,
             adv_wnd,
@@ -96,12 +125,34 @@ impl Receiver {
             unacked_segs: 0,
             delack_deadline: None,
             ecn,
+            rtt: RttEstimator::new(cfg.rto.initial, cfg.rto.min, cfg.rto.max),
+            synack_sent: None,
+            own_fin: None,
+            fin_acked: false,
+            fin_deadline: None,
+            fin_retx: 0,
+            now: SimTime::ZERO,
+            ts_on: false,
+            ts: TsRecent::default(),
+            dsack: None,
+            quick: 0,
+            data_seen: false,
             stats: ReceiverCounters::default(),
+            cfg,
         }
     }
 
     pub fn next_timer(&self) -> Option<SimTime> {
-        self.delack_deadline
+        match (self.delack_deadline, self.fin_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether our FIN has been sent and acknowledged: the connection is closed in both
+    /// directions.
+    pub fn closed(&self) -> bool {
+        self.fin_acked
     }
 
     /// For an application that does not read at once (a split gateway): `unread` bytes
@@ -128,15 +179,22 @@ impl Receiver {
         self.ooo.get(i).copied().filter(|r| r.0 <= seq)
     }
 
-    /// RFC 2018 §4: up to 4 blocks (no timestamps), the most recently changed first.
-    fn sack_blocks(&self) -> Option<Box<SackList>> {
-        if !self.sack_on || self.ooo.is_empty() {
+    /// RFC 2018 §4: up to 4 blocks (3 beside timestamps), the most recently changed
+    /// first; a pending D-SACK block goes first (RFC 2883 §4).
+    fn sack_blocks(&mut self) -> Option<Box<SackList>> {
+        let dsack = self.dsack.take();
+        if !self.sack_on || (self.ooo.is_empty() && dsack.is_none()) {
             return None;
         }
+        let max = if self.ts_on { 3 } else { 4 };
         let mut l = SackList::default();
+        if let Some(d) = dsack {
+            l.blocks[0] = d;
+            l.n = 1;
+        }
         for &left in &self.recent {
             if let Some(b) = self.block_of(left) {
-                if l.n < 4 && !l.blocks[..l.n as usize].contains(&b) {
+                if l.n < max && !l.blocks[dsack.is_some() as usize..l.n as usize].contains(&b) {
                     l.blocks[l.n as usize] = b;
                     l.n += 1;
                 }
@@ -145,9 +203,27 @@ impl Receiver {
         (l.n > 0).then(|| Box::new(l))
     }
 
+    /// Our timestamps on a segment acknowledging `rcv_nxt` (RFC 7323).
+    fn ts_opt(&mut self) -> Option<(u32, u32)> {
+        self.ts_on
+            .then(|| (ts_clock(self.now), self.ts.echo(self.rcv_nxt)))
+    }
+
+    /// Records a duplicate [l, r) for a D-SACK (RFC 2883), when on.
+    fn note_dup(&mut self, l: u64, r: u64) {
+        if self.cfg.stack.dsack && self.sack_on && l < r {
+            self.dsack = Some((l, r));
+        }
+    }
+
     fn ack(&mut self, out: &mut Vec<Seg>, extra_flags: u8) {
+        if self.unacked_segs > 0 {
+            self.quick = self.quick.saturating_sub(1);
+        }
         self.unacked_segs = 0;
         self.delack_deadline = None;
+        let sack = self.sack_blocks();
+        let ts = self.ts_opt();
         out.push(Seg {
             flags: ACK | extra_flags | self.ecn.ack_flags(),
             seq: self.our_seq,
@@ -155,7 +231,8 @@ impl Receiver {
             wnd: self.adv_wnd,
             len: 0,
             syn_opts: None,
-            sack: self.sack_blocks(),
+            sack,
+            ts,
             ..Default::default()
         });
         if extra_flags & FIN != 0 {
@@ -164,15 +241,57 @@ impl Receiver {
     }
 
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Seg>) {
+        self.now = now;
         if let Some(d) = self.delack_deadline {
             if d <= now {
                 self.ack(out, 0);
             }
         }
+        if self.fin_deadline.is_some_and(|d| d <= now) {
+            // RFC 9293 / RFC 6298 (5.4)-(5.6): retransmit our FIN, back off the timer.
+            self.fin_deadline = None;
+            if self.fin_retx < FIN_RETRIES {
+                self.fin_retx += 1;
+                self.rtt.back_off();
+                self.resend_fin(out);
+                self.fin_deadline = Some(now + self.rtt.rto());
+            }
+        }
+    }
+
+    /// Sends our FIN again (with the current acknowledgement).
+    fn resend_fin(&mut self, out: &mut Vec<Seg>) {
+        let Some(f) = self.own_fin else { return };
+        self.unacked_segs = 0;
+        self.delack_deadline = None;
+        let sack = self.sack_blocks(); // a D-SACK for what we got again
+        let ts = self.ts_opt();
+        out.push(Seg {
+            flags: ACK | FIN | self.ecn.ack_flags(),
+            seq: f,
+            ack: self.rcv_nxt,
+            wnd: self.adv_wnd,
+            len: 0,
+            syn_opts: None,
+            sack,
+            ts,
+            ..Default::default()
+        });
+    }
+
+    /// A segment that needs an immediate answer: our FIN again while it is
+    /// unacknowledged (the peer's repeated FIN means ours was lost), else an ACK.
+    fn answer(&mut self, out: &mut Vec<Seg>) {
+        if self.own_fin.is_some() && !self.fin_acked {
+            self.resend_fin(out);
+        } else {
+            self.ack(out, 0);
+        }
     }
 
     /// A segment from the sender; ACKs go to `out`.
     pub fn on_segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
+        self.now = now;
         let n = out.len();
         let established = self.state == State::Established;
         let ce_echo = established && self.ecn.on_data(seg);
@@ -198,7 +317,14 @@ impl Receiver {
                 self.rcv_nxt = 1;
                 self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
                 self.ecn.on_syn(seg.flags);
+                self.ts_on = self.cfg.stack.timestamps && seg.ts.is_some();
             }
+            if let (true, Some((tsval, _))) = (self.ts_on, seg.ts) {
+                self.ts.recent = Some(tsval);
+            }
+            let n = self.synack_sent.map_or(0, |s| s.1);
+            self.synack_sent = Some((now, n + 1));
+            let ts = self.ts_opt();
             out.push(Seg {
                 flags: SYN | ACK | self.ecn.synack_flags(),
                 seq: 0,
@@ -206,15 +332,34 @@ impl Receiver {
                 wnd: self.cfg.buffer.min(65_535),
                 len: 0,
                 syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
+                ts,
                 ..Default::default()
             });
             return;
+        }
+        if self.ts_on {
+            if let Some((tsval, _)) = seg.ts {
+                if self.ts.on_segment(seg.seq, tsval) == Paws::Reject {
+                    // RFC 7323 §5.3 R1: an old duplicate; acknowledge it and drop it
+                    if seg.seq_len() > 0 {
+                        self.ack(out, 0);
+                    }
+                    return;
+                }
+            }
         }
         if self.state == State::Listen {
             return;
         }
         if seg.flags & ACK != 0 && self.state == State::SynReceived {
             self.state = State::Established;
+            if let Some((t, 1)) = self.synack_sent {
+                self.rtt.sample(now - t); // Karn: only an unrepeated SYN-ACK
+            }
+        }
+        if seg.flags & ACK != 0 && self.own_fin.is_some_and(|f| seg.ack > f) {
+            self.fin_acked = true;
+            self.fin_deadline = None;
         }
         if seg.seq_len() == 0 {
             return;
@@ -225,16 +370,30 @@ impl Receiver {
             self.fin_seq = Some(data_end);
         }
         let end = seg.end();
+        if !self.data_seen && seg.len > 0 {
+            // Linux: the first data segment starts quick-ACK mode
+            self.data_seen = true;
+            self.enter_quickack();
+        }
         if end <= self.rcv_nxt {
-            // Entirely old (a retransmission of data we hold): ACK at once.
-            self.ack(out, 0);
+            // Entirely old (a retransmission of data we hold, or of the FIN): answer at
+            // once, with a D-SACK for it; Linux then ACKs the next segments at once too.
+            self.note_dup(start, data_end);
+            self.enter_quickack();
+            self.answer(out);
             return;
+        }
+        if start < self.rcv_nxt {
+            self.note_dup(start, self.rcv_nxt); // partly old
         }
         if start >= self.rcv_nxt + self.adv_wnd {
             self.ack(out, 0); // beyond the window: drop, re-advertise
             return;
         }
         if start > self.rcv_nxt {
+            if self.block_of(start).is_some_and(|(_, e)| e >= data_end) {
+                self.note_dup(start, data_end); // held already
+            }
             self.insert_ooo(start, data_end);
             self.note_recent(start);
             self.ack(out, 0); // RFC 5681 §4.2: immediate duplicate ACK
@@ -253,16 +412,30 @@ impl Receiver {
         self.deliver(now, self.rcv_nxt - before);
         if self.fin_seq == Some(self.rcv_nxt) {
             self.rcv_nxt += 1;
-            // Passive close at once: ACK the FIN and send ours.
+            // Passive close at once: ACK the FIN and send ours, with its retransmission
+            // timer (RFC 9293 CLOSE-WAIT -> LAST-ACK).
+            self.own_fin = Some(self.our_seq);
             self.ack(out, FIN);
+            self.fin_deadline = Some(now + self.rtt.rto());
             return;
         }
         self.unacked_segs += 1;
-        if filled_gap || !self.cfg.delayed_ack || self.unacked_segs >= 2 {
+        if filled_gap || !self.cfg.delayed_ack || self.unacked_segs >= 2 || self.quick > 0 {
             self.ack(out, 0);
         } else if self.delack_deadline.is_none() {
             self.delack_deadline = Some(now + self.cfg.delayed_ack_timeout);
         }
+    }
+
+    /// Linux `tcp_enter_quickack_mode` / `tcp_incr_quickack`: ACK the next segments at
+    /// once, as many as half the window in segments, at most `quickack`.
+    fn enter_quickack(&mut self) {
+        let n = self.cfg.stack.quickack;
+        if n == 0 {
+            return;
+        }
+        let q = (self.adv_wnd / (2 * self.cfg.mss as u64)).max(2) as u32;
+        self.quick = self.quick.max(q.min(n));
     }
 
     fn deliver(&mut self, now: SimTime, bytes: u64) {
@@ -327,6 +500,8 @@ mod tests {
             app_bytes: None,
             ecn: false,
             flag_probe_acks: false,
+            rto: RtoBounds::default(),
+            stack: StackConfig::CLASSIC,
         });
         let mut out = vec![];
         r.on_segment(

@@ -1,6 +1,27 @@
-//! Retransmission timer per RFC 6298.
+//! Retransmission timer per RFC 6298 (or, for the Linux profile, Linux's estimator:
+//! [`super::rtt_linux`]).
 
+use super::rtt_linux::LinuxRtt;
 use crate::time::SimDuration;
+
+/// Initial, minimum and maximum RTO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtoBounds {
+    pub initial: SimDuration,
+    pub min: SimDuration,
+    pub max: SimDuration,
+}
+
+impl Default for RtoBounds {
+    /// RFC 6298: 1 s initially and at least, at most 60 s.
+    fn default() -> Self {
+        RtoBounds {
+            initial: SimDuration::from_secs(1),
+            min: SimDuration::from_secs(1),
+            max: SimDuration::from_secs(60),
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
@@ -14,6 +35,8 @@ pub struct RttEstimator {
     max_rto: SimDuration,
     /// Number of consecutive doublings in force (Karn: kept until a valid sample).
     pub backoff: u32,
+    /// Linux's estimator instead of RFC 6298's (the Linux profile).
+    linux: Option<LinuxRtt>,
 }
 
 impl RttEstimator {
@@ -28,7 +51,31 @@ impl RttEstimator {
             min_rto,
             max_rto,
             backoff: 0,
+            linux: None,
         }
+    }
+
+    /// Linux's estimator and RTO (`tcp_rtt_estimator`): RTO = SRTT + max(min_rto, 4·mdev).
+    pub fn new_linux(initial: SimDuration, min_rto: SimDuration, max_rto: SimDuration) -> Self {
+        RttEstimator {
+            linux: Some(LinuxRtt::default()),
+            ..RttEstimator::new(initial, min_rto, max_rto)
+        }
+    }
+
+    /// Adds a measurement; `snd_una` and `snd_nxt` delimit Linux's round trips (unused
+    /// by RFC 6298).
+    pub fn sample_at(&mut self, r: SimDuration, snd_una: u64, snd_nxt: u64) {
+        let Some(l) = &mut self.linux else {
+            return self.sample(r);
+        };
+        let (srtt, rto) = l.sample(r, self.min_rto, snd_una, snd_nxt);
+        self.srtt = Some(srtt);
+        self.rttvar = SimDuration(l.rttvar / 4);
+        self.min_srtt = Some(self.min_srtt.map_or(srtt, |m| m.min(srtt)));
+        self.min_sample = Some(self.min_sample.map_or(r, |m| m.min(r)));
+        self.rto = rto.min(self.max_rto);
+        self.backoff = 0;
     }
 
     /// Adds a measurement from a segment that was not retransmitted (Karn).
@@ -53,6 +100,16 @@ impl RttEstimator {
         let rto = srtt.0 + (4 * self.rttvar.0).max(1);
         self.rto = SimDuration(rto.clamp(self.min_rto.0, self.max_rto.0));
         self.backoff = 0;
+    }
+
+    /// RFC 6298 (5.7): the SYN (or SYN-ACK) timed out and no RTT sample was taken; once
+    /// data transmission begins, an RTO below 3 s is re-initialised to 3 s (no backoff).
+    pub fn syn_timed_out(&mut self) {
+        let three = SimDuration::from_secs(3);
+        if self.srtt.is_none() && self.rto < three {
+            self.rto = three.min(self.max_rto);
+            self.backoff = 0;
+        }
     }
 
     /// RFC 6298 (5.5): back off the timer.
@@ -89,6 +146,34 @@ mod tests {
         assert_eq!(e.rto(), SimDuration(1_450_000_000));
         e.sample(SimDuration::from_millis(112));
         assert_eq!(e.backoff, 0);
+    }
+    #[test]
+    fn three_seconds_after_a_syn_timeout() {
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(1),
+            SimDuration::from_millis(200),
+            SimDuration::from_secs(60),
+        );
+        e.back_off();
+        assert_eq!(e.rto(), SimDuration::from_secs(2));
+        e.syn_timed_out();
+        assert_eq!((e.rto(), e.backoff), (SimDuration::from_secs(3), 0));
+        // only when the RTO in use is below 3 s, and capped by the maximum
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(4),
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(60),
+        );
+        e.back_off();
+        e.syn_timed_out();
+        assert_eq!(e.rto(), SimDuration::from_secs(8));
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(2),
+        );
+        e.syn_timed_out();
+        assert_eq!(e.rto(), SimDuration::from_secs(2));
     }
     #[test]
     fn floor_and_cap() {

@@ -5,6 +5,7 @@
 //! answers RFC 6675's questions: IsLost, SetPipe (`pipe`) and NextSeg.
 //! Invariant: segments are contiguous, ordered, and none is below snd_una.
 
+use super::rate::RateStamp;
 use super::seg::SackList;
 use crate::time::SimTime;
 use std::collections::VecDeque;
@@ -19,6 +20,15 @@ pub struct SentSeg {
     pub sent_at: SimTime,
     pub retx: bool,
     pub sacked: bool,
+    /// Resent by the retransmission timer (RFC 5681 (4) reduces ssthresh only for a
+    /// segment not yet resent that way).
+    pub timer_retx: bool,
+    /// Linux stack: marked lost (`TCPCB_LOST`), and a retransmission of it is in flight
+    /// (`TCPCB_SACKED_RETRANS`).
+    pub lost: bool,
+    pub rtx_out: bool,
+    /// Delivery-rate state at its last transmission (Linux `tcp_rate_skb_sent`).
+    pub rate: RateStamp,
 }
 
 impl SentSeg {
@@ -30,7 +40,12 @@ impl SentSeg {
 
 #[derive(Debug, Clone, Default)]
 pub struct Scoreboard {
-    segs: VecDeque<SentSeg>,
+    pub(super) segs: VecDeque<SentSeg>,
+    /// Bytes SACKed, marked lost, and retransmitted-and-outstanding (Linux
+    /// `sacked_out`, `lost_out`, `retrans_out`, in bytes); kept by every method.
+    pub(super) sacked_bytes: u64,
+    pub(super) lost_bytes: u64,
+    pub(super) rtx_bytes: u64,
 }
 
 /// What NextSeg chose (RFC 6675 §4).
@@ -47,6 +62,11 @@ pub enum Next {
 
 impl Scoreboard {
     pub fn push(&mut self, seq: u64, end: u64, now: SimTime) {
+        self.push_stamped(seq, end, now, RateStamp::default());
+    }
+
+    /// A new segment with its delivery-rate stamp.
+    pub fn push_stamped(&mut self, seq: u64, end: u64, now: SimTime, rate: RateStamp) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end == seq));
         self.segs.push_back(SentSeg {
             seq,
@@ -54,6 +74,10 @@ impl Scoreboard {
             sent_at: now,
             retx: false,
             sacked: false,
+            timer_retx: false,
+            lost: false,
+            rtx_out: false,
+            rate,
         });
     }
 
@@ -73,10 +97,29 @@ impl Scoreboard {
 
     /// Records a retransmission of the segment starting at `seq`.
     pub fn mark_retransmitted(&mut self, seq: u64, now: SimTime) {
+        self.mark_retransmitted_stamped(seq, now, None);
+    }
+
+    /// Records a retransmission, with a new delivery-rate stamp if given.
+    pub fn mark_retransmitted_stamped(&mut self, seq: u64, now: SimTime, rate: Option<RateStamp>) {
         if let Some(i) = self.index(seq) {
             let s = &mut self.segs[i];
             s.retx = true;
             s.sent_at = now;
+            if let Some(r) = rate {
+                s.rate = r;
+            }
+            if !s.rtx_out && !s.sacked {
+                s.rtx_out = true;
+                self.rtx_bytes += s.seq_len();
+            }
+        }
+    }
+
+    /// Records that the retransmission timer resent the segment starting at `seq`.
+    pub fn mark_timer_retx(&mut self, seq: u64) {
+        if let Some(i) = self.index(seq) {
+            self.segs[i].timer_retx = true;
         }
     }
 
@@ -86,32 +129,75 @@ impl Scoreboard {
     pub fn ack_to(&mut self, ack: u64) -> (Option<SentSeg>, bool) {
         let mut newest = None;
         let mut any_retx = false;
+        self.ack_to_with(ack, |s| {
+            any_retx |= s.retx;
+            newest = Some(*s);
+        });
+        (newest, any_retx)
+    }
+
+    /// Drops segments covered by the cumulative ACK, calling `f` on each first.
+    pub fn ack_to_with(&mut self, ack: u64, mut f: impl FnMut(&SentSeg)) {
         while let Some(s) = self.segs.front() {
             if s.end > ack {
                 break;
             }
-            any_retx |= s.retx;
-            newest = Some(*s);
-            self.segs.pop_front();
+            f(s);
+            let s = self.segs.pop_front().expect("front");
+            self.forget(&s);
         }
-        (newest, any_retx)
+    }
+
+    /// Takes a segment's flags out of the counters.
+    fn forget(&mut self, s: &SentSeg) {
+        let n = s.seq_len();
+        if s.sacked {
+            self.sacked_bytes -= n;
+        }
+        if s.lost {
+            self.lost_bytes -= n;
+        }
+        if s.rtx_out {
+            self.rtx_bytes -= n;
+        }
     }
 
     /// Marks segments wholly inside a SACK block; returns the bytes newly SACKed.
     pub fn mark_sacked(&mut self, blocks: &SackList) -> u64 {
         let mut newly = 0;
         for &(l, r) in &blocks.blocks[..blocks.n as usize] {
-            let mut i = self.segs.partition_point(|s| s.seq < l);
-            while let Some(s) = self.segs.get_mut(i) {
-                if s.end > r {
-                    break;
-                }
-                if !s.sacked {
-                    s.sacked = true;
-                    newly += s.seq_len();
-                }
-                i += 1;
+            newly += self.sack_block_with(l, r, |_| {});
+        }
+        newly
+    }
+
+    /// Marks the segments wholly inside [l, r) SACKed, calling `f` on each newly SACKed
+    /// one (before its flags change); returns the bytes newly SACKed. A SACKed segment
+    /// is no longer lost nor a retransmission in flight.
+    pub fn sack_block_with(&mut self, l: u64, r: u64, mut f: impl FnMut(&SentSeg)) -> u64 {
+        let mut newly = 0;
+        let mut i = self.segs.partition_point(|s| s.seq < l);
+        while let Some(s) = self.segs.get_mut(i) {
+            if s.end > r {
+                break;
             }
+            if !s.sacked {
+                f(s);
+                let n = s.seq_len();
+                s.sacked = true;
+                s.rate.valid = false; // its delivery is counted now, not again at the ACK
+                newly += n;
+                self.sacked_bytes += n;
+                if s.lost {
+                    s.lost = false;
+                    self.lost_bytes -= n;
+                }
+                if s.rtx_out {
+                    s.rtx_out = false;
+                    self.rtx_bytes -= n;
+                }
+            }
+            i += 1;
         }
         newly
     }
@@ -122,6 +208,44 @@ impl Scoreboard {
         for s in &mut self.segs {
             s.sacked = false;
         }
+        self.sacked_bytes = 0;
+    }
+
+    /// Linux `tcp_mark_skb_lost` for segment `i`: a retransmission of a lost segment
+    /// is lost again (no longer in flight); otherwise the segment becomes lost. Returns
+    /// the bytes that count as newly lost (`tp->lost`).
+    pub fn mark_lost_at(&mut self, i: usize) -> u64 {
+        let s = &mut self.segs[i];
+        let n = s.seq_len();
+        if s.sacked {
+            return 0;
+        }
+        if s.lost {
+            if s.rtx_out {
+                s.rtx_out = false;
+                self.rtx_bytes -= n;
+                return n;
+            }
+            0
+        } else {
+            s.lost = true;
+            self.lost_bytes += n;
+            n
+        }
+    }
+
+    /// Linux stack: forgets every loss mark (an undo: `tcp_undo_cwnd_reduction` with
+    /// `unmark_loss`).
+    pub fn unmark_lost(&mut self) {
+        for s in &mut self.segs {
+            s.lost = false;
+        }
+        self.lost_bytes = 0;
+    }
+
+    /// The segments, in sequence order.
+    pub fn segs(&self) -> &VecDeque<SentSeg> {
+        &self.segs
     }
 
     pub fn any_sacked(&self) -> bool {
@@ -292,7 +416,11 @@ mod tests {
                     end: 301,
                     sent_at: SimTime(2),
                     retx: false,
-                    sacked: false
+                    sacked: false,
+                    timer_retx: false,
+                    lost: false,
+                    rtx_out: false,
+                    rate: RateStamp::default(),
                 }),
                 false
             )

@@ -40,6 +40,9 @@ pub struct Seg {
     /// The IP ECN field of the packet that carries it (RFC 3168;
     /// [`crate::net::packet::ecn`]).
     pub ecn: u8,
+    /// RFC 7323 timestamps (TSval, TSecr), our clock offset removed (see
+    /// [`super::timestamps`]); on a SYN, the offer of the option.
+    pub ts: Option<(u32, u32)>,
 }
 
 impl Seg {

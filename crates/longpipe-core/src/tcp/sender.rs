@@ -12,10 +12,13 @@
 
 use super::cc::{CaState, CcState, CongestionControl};
 use super::ecn::{self, EcnSender};
+use super::pacing::{self, Pacer};
 use super::recovery::{Recovery, RecoveryKind, DUP_THRESH};
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
+use super::timestamps::{ts_rtt, Paws, TsRecent};
+use super::tx::{CwndUse, TS_OPT_LEN};
 use super::FlowTrace;
 use crate::element::Class;
 use crate::time::SimTime;
@@ -40,7 +43,12 @@ impl Sender {
         trace: bool,
     ) -> Self {
         let mss = cfg.mss as u64;
-        let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto);
+        let rtt = if cfg.stack.linux {
+            RttEstimator::new_linux(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        } else {
+            RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        };
+        let pacer = cfg.stack.pacing.then(Pacer::default);
         // The scheme without SACK until the handshake tells whether SACK is on.
         let recovery = recovery_kind.build(false);
         Sender {
@@ -48,16 +56,10 @@ impl Sender {
                 fin_seq: cfg.app_bytes.map(|b| b + 1),
                 avail_end: cfg.app_bytes.map_or(u64::MAX / 4, |b| b + 1),
                 st: CcState {
-                    now: SimTime::ZERO,
-                    mss,
-                    cwnd: cfg.iw_bytes,
                     // RFC 5681 §3.1: initial ssthresh arbitrarily high.
                     ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX / 4),
-                    flight: 0,
-                    srtt: None,
-                    min_srtt: None,
-                    min_rtt_sample: None,
-                    cwnd_limited: true,
+                    pacing: cfg.stack.pacing,
+                    ..CcState::new(mss, cfg.iw_bytes)
                 },
                 state: SenderState::Closed,
                 snd_una: 0,
@@ -66,6 +68,7 @@ impl Sender {
                 peer_wnd: mss,
                 peer_rcv_nxt: 0,
                 dupacks: 0,
+                lt_bytes: 0,
                 in_recovery: false,
                 in_loss: false,
                 recover_end: 0,
@@ -81,6 +84,12 @@ impl Sender {
                 syn_retx: false,
                 stats: SenderCounters::default(),
                 trace: trace.then(FlowTrace::default),
+                ts_ok: false,
+                ts: TsRecent::default(),
+                pacer,
+                first_tx: SimTime::ZERO,
+                ack_delivered: 0,
+                cwnd_use: CwndUse::default(),
             },
             cc,
             recovery_kind,
@@ -136,11 +145,15 @@ impl Sender {
         self.tx.state
     }
 
-    /// Earliest timer deadline (the recovery scheme's own timer too: probe pacing).
+    /// Earliest timer deadline: retransmission, persist, pacing, and the recovery
+    /// scheme's own (RACK reordering, tail loss probe; probe pacing of the TCP-Peach
+    /// family).
     pub fn next_timer(&self) -> Option<SimTime> {
         [
             self.tx.rto_deadline,
             self.tx.persist_at,
+            self.tx.pacer.as_ref().and_then(|p| p.deadline()),
+            self.recovery.next_timer(),
             self.recovery.poll_timeout(),
         ]
         .into_iter()
@@ -148,9 +161,10 @@ impl Sender {
         .min()
     }
 
-    /// Sends what the windows allow: the recovery scheme decides during recovery.
+    /// Sends what the windows allow: the recovery scheme decides during recovery (or
+    /// always, for a scheme that owns transmission).
     fn send(&mut self, out: &mut Vec<Seg>) {
-        if self.tx.in_recovery {
+        if self.tx.in_recovery || self.recovery.owns_send() {
             self.recovery.send(&mut self.tx, out);
         } else {
             self.tx.try_send(out);
@@ -181,13 +195,25 @@ impl Sender {
             }
             SenderState::Established | SenderState::Done => {
                 let tx = &mut self.tx;
+                if tx.ts_ok {
+                    if let Some((tsval, _)) = seg.ts {
+                        // RFC 7323 §5.3: PAWS; a stale segment is dropped
+                        if tx.ts.on_segment(seg.seq, tsval) == Paws::Reject {
+                            return;
+                        }
+                    }
+                }
                 if seg.flags & SYN != 0 {
                     // Our handshake ACK was lost: repeat it.
                     out.push(tx.pure_ack());
                     return;
                 }
-                if seg.flags & FIN != 0 && seg.seq == tx.peer_rcv_nxt {
-                    tx.peer_rcv_nxt += 1;
+                if seg.flags & FIN != 0
+                    && (seg.seq == tx.peer_rcv_nxt || seg.seq + 1 == tx.peer_rcv_nxt)
+                {
+                    // The peer's FIN, or its retransmission (our ACK was lost, RFC 9293
+                    // §3.10.7.4): acknowledge it.
+                    tx.peer_rcv_nxt = seg.seq + 1;
                     let mut a = tx.pure_ack();
                     a.seq = tx.snd_max;
                     out.push(a);
@@ -210,15 +236,29 @@ impl Sender {
         tx.sack_ok = tx.cfg.sack_permitted && seg.syn_opts.is_some_and(|o| o.2);
         tx.ecn.on_synack(seg.flags);
         self.recovery = self.recovery_kind.build(tx.sack_ok);
-        if !tx.syn_retx {
+        if tx.syn_retx {
+            tx.rtt.syn_timed_out();
+        } else {
             tx.take_sample(now - tx.syn_sent_at);
         }
+        // RFC 7323: timestamps when both SYNs carry them; then every segment carries
+        // the option and data segments 12 bytes less payload (RFC 6691).
+        tx.ts_ok = tx.cfg.stack.timestamps && seg.ts.is_some();
+        if let (true, Some((tsval, _))) = (tx.ts_ok, seg.ts) {
+            tx.ts.recent = Some(tsval);
+            tx.st.mss = tx.cfg.mss as u64 - TS_OPT_LEN.min(tx.cfg.mss as u64 - 1);
+        }
         // RFC 5681 §3.1 / RFC 3390: IW is one segment after a lost SYN.
+        let iw_segs = (tx.cfg.iw_bytes / tx.cfg.mss as u64).max(1);
         tx.st.cwnd = if tx.syn_retx {
-            tx.cfg.mss as u64
+            tx.st.mss
+        } else if tx.ts_ok {
+            iw_segs * tx.st.mss
         } else {
             tx.cfg.iw_bytes
         };
+        tx.st.snd_una = 1;
+        tx.st.snd_nxt = 1;
         self.cc.init(&mut tx.st);
         tx.rto_deadline = None;
         out.push(tx.pure_ack());
@@ -228,6 +268,13 @@ impl Sender {
     }
 
     fn on_ack(&mut self, seg: &Seg, out: &mut Vec<Seg>) {
+        if self
+            .recovery
+            .on_segment_ack(&mut self.tx, &mut *self.cc, seg, out)
+        {
+            self.check_done();
+            return;
+        }
         let tx = &mut self.tx;
         let ack = seg.ack;
         if ack > tx.snd_max {
@@ -258,7 +305,11 @@ impl Sender {
             // segment this ACK covers was retransmitted (else the ACK may answer either
             // transmission, or release data held behind a repaired hole).
             let (newest, any_retx) = tx.board.ack_to(ack);
-            let sample = newest.filter(|_| !any_retx).map(|s| tx.st.now - s.sent_at);
+            let mut sample = newest.filter(|_| !any_retx).map(|s| tx.st.now - s.sent_at);
+            if sample.is_none() && tx.ts_ok {
+                // RFC 7323 §4: with timestamps the echo identifies the transmission
+                sample = seg.ts.and_then(|(_, ecr)| ts_rtt(tx.st.now, ecr));
+            }
             if let Some(r) = sample {
                 tx.take_sample(r);
             }
@@ -267,6 +318,8 @@ impl Sender {
                 tx.snd_nxt = ack;
             }
             tx.dupacks = 0;
+            tx.lt_bytes = 0;
+            tx.ack_delivered = acked + newly_sacked;
             tx.sync_flight();
             self.cc.pkts_acked(&mut tx.st, acked, sample);
             let restart = if tx.in_recovery {
@@ -302,6 +355,7 @@ impl Sender {
         {
             // RFC 5681 §2 duplicate ACK (RFC 6675 §2: or one that SACKs new data)
             tx.dupacks += 1;
+            tx.ack_delivered = newly_sacked;
             self.recovery.on_dupack(tx, &mut *self.cc, out);
             if tx.cfg.limited_transmit && tx.dupacks < DUP_THRESH && !tx.in_recovery {
                 tx.limited_transmit(out);
@@ -311,6 +365,24 @@ impl Sender {
             let tx = &mut self.tx;
             tx.stats.extra.probe_acks += 1;
             self.recovery.on_probe_ack(tx, &mut *self.cc, out);
+        }
+        // pacing in the classic stack: Linux's default rate (`tcp_update_pacing_rate`)
+        let tx = &mut self.tx;
+        if let Some(packets_out) = tx
+            .pacer
+            .as_ref()
+            .map(|_| (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss))
+        {
+            tx.st.pacing_rate = pacing::linux_rate(&tx.st, packets_out);
+        }
+    }
+
+    /// All data and our FIN acknowledged: the transfer is done.
+    fn check_done(&mut self) {
+        let tx = &mut self.tx;
+        if tx.fin_seq.is_some_and(|fin| tx.snd_una > fin) {
+            tx.state = SenderState::Done;
+            tx.rto_deadline = None;
         }
     }
 
@@ -335,6 +407,20 @@ impl Sender {
                 }
             }
         }
+        if tx.state == SenderState::Established {
+            if tx
+                .pacer
+                .as_ref()
+                .is_some_and(|p| p.blocked && p.next <= now)
+            {
+                self.send(out); // the pacing timer: what was held back may leave now
+            }
+            if self.recovery.next_timer().is_some_and(|t| t <= now) {
+                self.recovery.on_timer(&mut self.tx, &mut *self.cc, out);
+                self.send(out);
+            }
+        }
+        let tx = &mut self.tx;
         let Some(d) = tx.rto_deadline else { return };
         if d > now {
             return;
@@ -348,16 +434,24 @@ impl Sender {
                 out.push(tx.syn());
                 tx.rto_deadline = Some(now + tx.rtt.rto());
             }
+            SenderState::Established if self.recovery.owns_send() => {
+                // the scheme's own timeout processing (Linux `tcp_retransmit_timer`)
+                tx.stats.timeouts += 1;
+                self.recovery.on_rto(tx, &mut *self.cc, out);
+                self.tx.record();
+            }
             SenderState::Established => {
                 tx.stats.timeouts += 1;
                 tx.sync_flight();
-                // RFC 5681 (4), held constant across repeated timeouts of one segment.
-                if tx.rtt.backoff == 0 {
+                // RFC 5681 (4) for a segment not yet resent by the retransmission timer
+                // (held constant across repeated timeouts of one segment).
+                if !tx.board.get(tx.snd_una).is_some_and(|s| s.timer_retx) {
                     tx.st.ssthresh = self.cc.ssthresh(&tx.st);
                 }
                 tx.st.cwnd = tx.st.mss; // loss window
                 tx.in_recovery = false;
                 tx.dupacks = 0;
+                tx.lt_bytes = 0;
                 tx.recover_end = tx.snd_max; // RFC 6582 §4
                 tx.snd_nxt = tx.snd_una; // go back N
                 tx.board.clear_sacked(); // RFC 6675 §5.1: the receiver may renege
@@ -374,6 +468,7 @@ impl Sender {
                         tx.snd_nxt = tx.snd_una + len as u64 + fin as u64;
                     }
                 }
+                tx.board.mark_timer_retx(tx.snd_una);
                 tx.rto_deadline = Some(now + tx.rtt.rto());
                 tx.record();
             }
@@ -401,6 +496,7 @@ mod tests {
             initial_ssthresh: None,
             limited_transmit: false,
             ecn: false,
+            stack: crate::tcp::stack::StackConfig::CLASSIC,
         };
         Sender::new(
             cfg,

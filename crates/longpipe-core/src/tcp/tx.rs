@@ -7,9 +7,13 @@
 
 use super::cc::{CaState, CcState, CongestionControl};
 use super::ecn::EcnSender;
+use super::pacing::Pacer;
+use super::rate;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
+use super::stack::StackConfig;
+use super::timestamps::{ts_clock, TsRecent};
 use super::FlowTrace;
 use crate::element::Class;
 use crate::time::{SimDuration, SimTime};
@@ -30,6 +34,8 @@ pub struct SenderConfig {
     pub limited_transmit: bool,
     /// Offer ECN (RFC 3168).
     pub ecn: bool,
+    /// The stack profile's mechanisms (timestamps, Linux machinery, pacing, ...).
+    pub stack: StackConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +103,9 @@ pub struct Tx {
     pub(crate) peer_rcv_nxt: u64,
     /// Duplicate ACKs in a row (RFC 5681 §2).
     pub dupacks: u32,
+    /// Bytes sent by Limited Transmit since the last ACK of new data (RFC 3042); they
+    /// do not count in the FlightSize of the loss reduction (RFC 5681 §3.2 step 2).
+    pub lt_bytes: u64,
     /// A recovery episode (fast recovery, RFC 6675 loss recovery) is running.
     pub in_recovery: bool,
     /// After an RTO, until everything sent before it is acknowledged (Linux
@@ -119,12 +128,36 @@ pub struct Tx {
     pub(crate) syn_retx: bool,
     pub stats: SenderCounters,
     pub trace: Option<FlowTrace>,
+    /// Timestamps negotiated (RFC 7323), and the peer's timestamp to echo.
+    pub ts_ok: bool,
+    pub ts: TsRecent,
+    /// Pacing (Linux internal pacing) when on.
+    pub pacer: Option<Pacer>,
+    /// Start of the current send phase (Linux `first_tx_mstamp`, rate sampling).
+    pub(crate) first_tx: SimTime,
+    /// Bytes delivered (cumulatively or newly SACKed) by the ACK being processed
+    /// (RFC 6937 DeliveredData).
+    pub ack_delivered: u64,
+    /// Linux cwnd validation state.
+    pub(crate) cwnd_use: CwndUse,
 }
+
+/// Linux `is_cwnd_limited`, `max_packets_out` (bytes), `cwnd_usage_seq`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CwndUse {
+    pub limited: bool,
+    pub max_out: u64,
+    pub usage_seq: u64,
+}
+
+/// TCP option bytes of a timestamp option on every segment (NOP, NOP, TS: RFC 7323
+/// Appendix A); data segments carry that much less payload (RFC 6691).
+pub const TS_OPT_LEN: u64 = 12;
 
 impl Tx {
     /// (payload length, FIN) of the segment starting at `seq`, or None if nothing is left.
     pub fn segment_at(&self, seq: u64) -> Option<(u32, bool)> {
-        let mss = self.cfg.mss as u64;
+        let mss = self.st.mss;
         match self.fin_seq {
             None if seq >= self.avail_end => None,
             None => Some(((self.avail_end - seq).min(mss) as u32, false)),
@@ -168,18 +201,37 @@ impl Tx {
             wnd: OWN_WINDOW,
             len: 0,
             syn_opts: Some((self.cfg.mss.min(65_535) as u16, 0, self.cfg.sack_permitted)),
+            ts: self
+                .cfg
+                .stack
+                .timestamps
+                .then(|| (ts_clock(self.st.now), 0)),
             ..Default::default()
         }
     }
 
-    pub(crate) fn pure_ack(&self) -> Seg {
+    /// Our timestamps for a segment acknowledging up to `ack` (RFC 7323 §3.2).
+    pub(crate) fn ts_opt(&mut self, ack: u64) -> Option<(u32, u32)> {
+        self.ts_ok
+            .then(|| (ts_clock(self.st.now), self.ts.echo(ack)))
+    }
+
+    pub(crate) fn pure_ack(&mut self) -> Seg {
+        let ack = self.peer_rcv_nxt;
         Seg {
             flags: ACK,
             seq: self.snd_nxt,
-            ack: self.peer_rcv_nxt,
+            ack,
             wnd: OWN_WINDOW,
+            ts: self.ts_opt(ack),
             ..Default::default()
         }
+    }
+
+    /// Whether pacing lets a segment leave now (always, when pacing is off).
+    pub fn pace_ok(&mut self) -> bool {
+        let now = self.st.now;
+        self.pacer.as_mut().is_none_or(|p| p.ready(now))
     }
 
     /// Emits the data segment starting at `seq` (new data or a retransmission).
@@ -195,16 +247,25 @@ impl Tx {
         let now = self.st.now;
         let end = seq + len as u64 + fin as u64;
         let retx = seq < self.snd_max;
+        let stamp = self.cfg.stack.linux.then(|| {
+            let nothing_out = self.snd_una == self.snd_max;
+            rate::stamp(&mut self.st, &mut self.first_tx, nothing_out)
+        });
         if retx {
-            self.board.mark_retransmitted(seq, now);
+            self.board.mark_retransmitted_stamped(seq, now, stamp);
         } else {
-            self.board.push(seq, end, now);
+            self.board
+                .push_stamped(seq, end, now, stamp.unwrap_or_default());
             self.snd_max = end;
         }
         let probe = class == Class::Low;
         if probe {
+            // probes are paced by their scheme, not by the stack
             self.stats.extra.probe_segments += 1;
         } else {
+            if let Some(p) = &mut self.pacer {
+                p.sent(now, len as u64, self.st.pacing_rate);
+            }
             self.stats.segments_sent += 1;
             if retx {
                 self.stats.retransmitted_segments += 1;
@@ -222,14 +283,17 @@ impl Tx {
             tr.seg_len.push(len);
             tr.seg_retx.push(retx);
         }
+        let ack = self.peer_rcv_nxt;
+        let ts = self.ts_opt(ack);
         out.push(Seg {
             flags: ACK | if fin { FIN } else { 0 } | ecn_flags,
             seq,
-            ack: self.peer_rcv_nxt,
+            ack,
             wnd: OWN_WINDOW,
             len,
             class,
             ecn,
+            ts,
             ..Default::default()
         });
         // RFC 6298 (5.1)
@@ -245,13 +309,16 @@ impl Tx {
         debug_assert!(seq + len as u64 + fin as u64 <= self.snd_max);
         self.board.mark_retransmitted(seq, self.st.now);
         self.stats.extra.probe_segments += 1;
+        let ack = self.peer_rcv_nxt;
+        let ts = self.ts_opt(ack);
         out.push(Seg {
             flags: ACK | if fin { FIN } else { 0 },
             seq,
-            ack: self.peer_rcv_nxt,
+            ack,
             wnd: OWN_WINDOW,
             len,
             class: Class::Low,
+            ts,
             ..Default::default()
         });
     }
@@ -277,7 +344,12 @@ impl Tx {
         if self.state != SenderState::Established {
             return;
         }
-        self.st.cwnd_limited = self.st.cwnd <= self.peer_wnd;
+        if !self.cfg.stack.linux {
+            self.st.cwnd_limited = self.st.cwnd <= self.peer_wnd;
+        }
+        if let Some(p) = &mut self.pacer {
+            p.blocked = false;
+        }
         loop {
             let win = self.st.cwnd.min(self.peer_wnd);
             let seq = self.snd_nxt;
@@ -291,15 +363,12 @@ impl Tx {
                 // Nothing in flight and the receiver's window too small for the next
                 // segment: only a probe can learn that the window reopened.
                 if self.snd_una == self.snd_max && seq + len as u64 > self.snd_una + self.peer_wnd {
-                    if self.persist_at.is_none() {
-                        let t = self
-                            .rtt
-                            .rto()
-                            .saturating_mul(1 << self.persist_backoff.min(6));
-                        self.persist_at = Some(self.st.now + t.min(SimDuration::from_secs(60)));
-                    }
+                    self.arm_persist();
                     return;
                 }
+                break;
+            }
+            if self.pacer.is_some() && !self.pace_ok() {
                 break;
             }
             self.emit(seq, len, fin, out);
@@ -308,6 +377,45 @@ impl Tx {
             self.persist_backoff = 0;
         }
         self.sync_flight();
+        if self.cfg.stack.linux {
+            self.cwnd_validate();
+        }
+    }
+
+    /// Arms the zero-window probe timer (RTO, doubling, at most 60 s).
+    pub(crate) fn arm_persist(&mut self) {
+        if self.persist_at.is_none() {
+            let t = self
+                .rtt
+                .rto()
+                .saturating_mul(1 << self.persist_backoff.min(6));
+            self.persist_at = Some(self.st.now + t.min(SimDuration::from_secs(60)));
+        }
+    }
+
+    /// Linux `tcp_packets_in_flight` in bytes: outstanding, minus SACKed and lost, plus
+    /// retransmissions in flight.
+    pub fn in_flight(&self) -> u64 {
+        (self.snd_max - self.snd_una + self.board.rtx_bytes)
+            .saturating_sub(self.board.sacked_bytes + self.board.lost_bytes)
+    }
+
+    /// Linux `tcp_cwnd_validate` / `tcp_is_cwnd_limited` (Linux 6.x): cwnd counts as
+    /// used if the flight reached it at some point of the current window; in slow start
+    /// it may also grow up to twice the largest flight of the window. Growth is not
+    /// allowed otherwise (a receive-window- or application-limited sender keeps cwnd).
+    pub(crate) fn cwnd_validate(&mut self) {
+        let in_flight = self.in_flight();
+        let packets_out = self.snd_max - self.snd_una;
+        let is_limited = in_flight + self.st.mss > self.st.cwnd;
+        let v = &mut self.cwnd_use;
+        if self.snd_una >= v.usage_seq || is_limited || (!v.limited && packets_out > v.max_out) {
+            v.limited = is_limited;
+            v.max_out = packets_out;
+            v.usage_seq = self.snd_max;
+        }
+        self.st.cwnd_limited =
+            v.limited || (self.st.in_slow_start() && self.st.cwnd < 2 * v.max_out);
     }
 
     /// RFC 6298 (5.3): restart the retransmission timer (stop it when nothing is
@@ -332,8 +440,19 @@ impl Tx {
         cc.set_state(&mut self.st, CaState::Open);
     }
 
+    /// ssthresh at the start of a loss recovery: the congestion control's reduction
+    /// (RFC 5681 (4) for the Reno family) of a FlightSize that leaves out the data sent
+    /// by Limited Transmit (RFC 5681 §3.2 step 2, RFC 6675 §5 (4.2)).
+    pub fn loss_ssthresh(&mut self, cc: &mut dyn CongestionControl) -> u64 {
+        let flight = self.st.flight;
+        self.st.flight = flight.saturating_sub(self.lt_bytes);
+        let s = cc.ssthresh(&self.st);
+        self.st.flight = flight;
+        s
+    }
+
     pub(crate) fn take_sample(&mut self, r: SimDuration) {
-        self.rtt.sample(r);
+        self.rtt.sample_at(r, self.snd_una, self.snd_max);
         self.st.srtt = self.rtt.srtt;
         self.st.min_srtt = self.rtt.min_srtt;
         self.st.min_rtt_sample = self.rtt.min_sample;
@@ -363,6 +482,7 @@ impl Tx {
             return;
         }
         self.emit(seq, len, fin, out);
+        self.lt_bytes += len as u64 + fin as u64;
         self.snd_nxt = self.snd_max;
         self.sync_flight();
     }

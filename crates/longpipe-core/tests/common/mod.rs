@@ -64,3 +64,35 @@ pub fn scripted(tcp: &str, sack: bool, drops: &[u64]) -> String {
         "60s",
     )
 }
+
+/// The packets of a pcap written by the simulator (nanosecond LINKTYPE_RAW records):
+/// (time in ns, parsed IPv4/TCP header).
+pub fn pcap_packets(bytes: &[u8]) -> Vec<(u64, longpipe_core::wire::TcpIpHeader)> {
+    let mut out = vec![];
+    let mut i = 24;
+    while i + 16 <= bytes.len() {
+        let u = |k: usize| u32::from_le_bytes(bytes[k..k + 4].try_into().unwrap()) as u64;
+        let t = u(i) * 1_000_000_000 + u(i + 4);
+        let caplen = u(i + 8) as usize;
+        let data = &bytes[i + 16..i + 16 + caplen];
+        let (h, _) = longpipe_core::wire::parse(data).expect("simulator pcap parses");
+        out.push((t, h));
+        i += 16 + caplen;
+    }
+    out
+}
+
+/// Runs with a capture at `spec` ("A-B") and returns the result and its packets.
+pub fn run_pcap(
+    toml_text: &str,
+    spec: &str,
+) -> (RunOutput, Vec<(u64, longpipe_core::wire::TcpIpHeader)>) {
+    let opts = RunOptions {
+        trace: TraceSel::All,
+        pcap: vec![spec.to_string()],
+        ..Default::default()
+    };
+    let out = run_json(&to_json(toml_text), &opts).expect("scenario runs");
+    let pkts = pcap_packets(&out.pcaps[0].1);
+    (out, pkts)
+}

@@ -13,7 +13,9 @@ use crate::rng::stable_hash;
 use crate::tcp::config::PartialAckTimer;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side};
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
+use crate::tcp::rtt::RtoBounds;
 use crate::tcp::sender::{Sender, SenderConfig};
+use crate::tcp::stack::StackConfig;
 use crate::time::{SimDuration, SimTime};
 
 pub struct SplitConn {
@@ -54,6 +56,12 @@ impl SplitConn {
             app_bytes: None,
             ecn: false,
             flag_probe_acks: false,
+            rto: RtoBounds {
+                initial: cfg.initial_rto,
+                min: cfg.min_rto,
+                max: SimDuration::from_secs(60),
+            },
+            stack: StackConfig::CLASSIC,
         });
         let tx = Sender::new_streaming(
             SenderConfig {
@@ -67,6 +75,7 @@ impl SplitConn {
                 initial_ssthresh: None,
                 limited_transmit: false,
                 ecn: false,
+                stack: StackConfig::CLASSIC,
             },
             split.cc.build(),
             split.tcp.recovery(PartialAckTimer::First),

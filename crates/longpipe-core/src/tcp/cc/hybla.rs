@@ -310,6 +310,7 @@ mod tests {
             min_srtt: Some(SimDuration::from_millis(srtt_ms)),
             min_rtt_sample: Some(SimDuration::from_millis(srtt_ms)),
             cwnd_limited: true,
+            ..CcState::new(1000, 0)
         }
     }
 

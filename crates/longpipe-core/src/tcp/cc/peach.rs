@@ -50,14 +50,9 @@ mod tests {
     fn st(cwnd: u64, ssthresh: u64, flight: u64) -> CcState {
         CcState {
             now: SimTime(0),
-            mss: 1000,
-            cwnd,
             ssthresh,
             flight,
-            srtt: None,
-            min_srtt: None,
-            min_rtt_sample: None,
-            cwnd_limited: true,
+            ..CcState::new(1000, cwnd)
         }
     }
 

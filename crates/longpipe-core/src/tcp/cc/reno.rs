@@ -1,7 +1,16 @@
 //! Standard AIMD window growth of RFC 5681: slow start below ssthresh, congestion
 //! avoidance above. Tahoe, Reno and NewReno share it; they differ in loss recovery.
+//!
+//! [`LinuxReno`] is Linux's version (`tcp_reno_*` in `net/ipv4/tcp_cong.c`), used by
+//! the Linux stack: it counts segments, grows only while cwnd-limited, adds every
+//! segment acknowledged in slow start (`tcp_slow_start`), one segment per cwnd of
+//! segments in congestion avoidance (`tcp_cong_avoid_ai`), and halves cwnd, not the
+//! flight, on loss (`tcp_reno_ssthresh`).
 
-use super::{additive_increase, slow_start, CcState, CongestionControl};
+use super::{
+    additive_increase, linux_cong_avoid_ai, linux_slow_start, slow_start, CcState,
+    CongestionControl,
+};
 
 #[derive(Debug, Default, Clone)]
 pub struct Reno;
@@ -21,6 +30,45 @@ impl CongestionControl for Reno {
     }
 }
 
+/// Linux Reno.
+#[derive(Debug, Default, Clone)]
+pub struct LinuxReno {
+    /// `snd_cwnd_cnt`
+    cnt: u64,
+}
+
+impl CongestionControl for LinuxReno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+    /// `tcp_reno_ssthresh`: max(cwnd/2, 2) segments.
+    fn ssthresh(&mut self, st: &CcState) -> u64 {
+        (st.cwnd_segs() / 2).max(2) * st.mss
+    }
+    /// `tcp_reno_cong_avoid`; `acked` is the bytes delivered by the ACK.
+    fn cong_avoid(&mut self, st: &mut CcState, acked: u64) {
+        if !st.cwnd_limited {
+            return;
+        }
+        let mut acked = acked.div_ceil(st.mss);
+        if st.in_slow_start() {
+            acked = linux_slow_start(st, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let w = st.cwnd_segs();
+        linux_cong_avoid_ai(st, &mut self.cnt, w, acked);
+    }
+    /// `snd_cwnd_cnt` restarts with every reduction (`tcp_init_cwnd_reduction`,
+    /// `tcp_enter_loss`).
+    fn set_state(&mut self, _st: &mut CcState, state: super::CaState) {
+        if state != super::CaState::Open {
+            self.cnt = 0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,6 +84,7 @@ mod tests {
             min_srtt: None,
             min_rtt_sample: None,
             cwnd_limited: true,
+            ..CcState::new(1000, 0)
         }
     }
     #[test]
@@ -49,6 +98,33 @@ mod tests {
         r.cong_avoid(&mut s, 1000); // CA: + 1000*1000/3000
         assert_eq!(s.cwnd, 3333);
     }
+    #[test]
+    fn linux_reno_counts_segments() {
+        let mut r = LinuxReno::default();
+        // slow start adds every segment acknowledged (a stretch ACK of 3), up to ssthresh
+        let mut s = st(4000, 6000);
+        r.cong_avoid(&mut s, 3000);
+        assert_eq!(s.cwnd, 6000);
+        assert_eq!(r.cnt, 1, "the segment beyond ssthresh is a CA credit");
+        // the rest of the ACK goes to congestion avoidance: +1 per cwnd (6) segments
+        let mut r = LinuxReno::default();
+        let mut s = st(5000, 6000);
+        r.cong_avoid(&mut s, 3000); // 1 to slow start, 2 credits
+        assert_eq!((s.cwnd, r.cnt), (6000, 2));
+        r.cong_avoid(&mut s, 4000); // 6 credits: one segment
+        assert_eq!((s.cwnd, r.cnt), (7000, 0));
+        // no growth when not cwnd-limited
+        let mut s = st(4000, 1 << 40);
+        s.cwnd_limited = false;
+        r.cong_avoid(&mut s, 1000);
+        assert_eq!(s.cwnd, 4000);
+        // ssthresh from cwnd, not the flight, at least 2 segments
+        let mut s = st(10_000, 1 << 40);
+        s.flight = 4000;
+        assert_eq!(r.ssthresh(&s), 5000);
+        assert_eq!(r.ssthresh(&st(3000, 1 << 40)), 2000);
+    }
+
     #[test]
     fn loss_halves_flight() {
         let mut r = Reno;

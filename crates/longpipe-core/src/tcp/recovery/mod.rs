@@ -19,11 +19,17 @@
 //! and RTO (RFC 6298), the retransmission timeout (RFC 5681 (4)), window growth outside
 //! recovery, Limited Transmit (RFC 3042).
 
+pub mod linux;
+mod linux_ack;
+mod linux_xmit;
 pub mod newreno;
 pub mod peach;
+pub mod prr;
+pub mod rack;
 pub mod reno;
 pub mod sack;
 pub mod tahoe;
+pub mod tlp;
 
 use super::cc::CongestionControl;
 use super::seg::Seg;
@@ -65,14 +71,44 @@ pub trait Recovery: Send {
     /// SACK blocks were processed; it never counts as a duplicate ACK).
     fn on_probe_ack(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {
     }
-    /// The scheme's own timer (pacing of probes), if set.
+    /// The scheme's probe timer (TCP-Peach family: pacing of probes), if set. Unlike
+    /// [`Recovery::next_timer`] it runs in every sender state (the scheme clears it once
+    /// the connection is no longer established) and no transmission follows it.
     fn poll_timeout(&self) -> Option<SimTime> {
         None
     }
-    /// Runs the scheme's timer (`tx.st.now` is the time).
+    /// Runs the probe timer (`tx.st.now` is the time).
     fn on_timeout(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
-    /// A retransmission timeout fired (after RFC 5681 (4): cwnd = 1 MSS, go back N),
-    /// before the retransmission is sent.
+
+    // Hooks of schemes that run the whole ACK path themselves (the Linux stack); the
+    // defaults keep the classic division of work.
+
+    /// Processes an ACK entirely (Linux `tcp_ack`): returns true if it did, and the
+    /// sender core then skips duplicate-ACK counting and window growth.
+    fn on_segment_ack(
+        &mut self,
+        _tx: &mut Tx,
+        _cc: &mut dyn CongestionControl,
+        _seg: &Seg,
+        _out: &mut Vec<Seg>,
+    ) -> bool {
+        false
+    }
+    /// Whether [`Recovery::send`] decides every transmission, in recovery or not; such
+    /// a scheme also handles the retransmission timeout ([`Recovery::on_rto`]).
+    fn owns_send(&self) -> bool {
+        false
+    }
+    /// The scheme's own timer (RACK reordering window, tail loss probe), run while the
+    /// connection is established and followed by a transmission.
+    fn next_timer(&self) -> Option<SimTime> {
+        None
+    }
+    /// Its timer expired.
+    fn on_timer(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
+    /// A retransmission timeout fired. A classic scheme is told after the sender applied
+    /// RFC 5681 (4) (cwnd = 1 MSS, go back N), before the retransmission is sent; a
+    /// scheme with [`Recovery::owns_send`] does the whole timeout processing here.
     fn on_rto(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
 }
 
@@ -88,6 +124,9 @@ pub enum RecoveryKind {
     },
     /// TCP-Peach, TCP-Peach+ or TCP-Cherry (their own recovery, SACK or not).
     Peach(peach::PeachConfig),
+    /// The Linux stack's recovery state machine (PRR, RACK-TLP, undo) when SACK is
+    /// negotiated; NewReno otherwise.
+    Linux,
 }
 
 impl RecoveryKind {
@@ -96,6 +135,8 @@ impl RecoveryKind {
         match (self, sack) {
             (RecoveryKind::Tahoe, _) => Box::new(tahoe::Tahoe),
             (RecoveryKind::Peach(c), _) => Box::new(peach::Peach::new(c, sack)),
+            (RecoveryKind::Linux, true) => Box::new(linux::Linux::default()),
+            (RecoveryKind::Linux, false) => Box::new(newreno::NewReno::new(false)),
             (_, true) => Box::new(sack::Sack::default()),
             (RecoveryKind::Reno, false) => Box::new(reno::Reno),
             (

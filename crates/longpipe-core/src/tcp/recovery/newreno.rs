@@ -33,16 +33,16 @@ impl Recovery for NewReno {
     }
 
     fn on_dupack(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
-        if tx.dupacks == DUP_THRESH {
+        if tx.in_recovery {
+            // Step 3 (partial ACK) sends us back to RFC 5681 §3.2 step 4: every duplicate
+            // ACK inflates, including the first ones after a partial ACK (whose
+            // cumulative ACK restarted the duplicate count).
+            inflate(tx);
+        } else if tx.dupacks == DUP_THRESH && tx.snd_una >= tx.recover_end {
             // Step 2: only if the ACK covers more than `recover`.
-            if tx.snd_una < tx.recover_end {
-                return;
-            }
             tx.recover_end = tx.snd_max;
             self.first_partial = true;
             fast_retransmit(tx, cc, out);
-        } else {
-            inflate(tx);
         }
     }
 

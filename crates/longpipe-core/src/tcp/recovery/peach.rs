@@ -532,6 +532,7 @@ mod tests {
             initial_ssthresh: None,
             limited_transmit: false,
             ecn: false,
+            stack: crate::tcp::stack::StackConfig::CLASSIC,
         };
         let pc = PeachSpec::resolve(None, variant, "p").unwrap();
         Sender::new(cfg, Box::new(PeachCc), RecoveryKind::Peach(pc), false)
@@ -927,6 +928,8 @@ mod tests {
                 app_bytes: None,
                 ecn: false,
                 flag_probe_acks: flag,
+                rto: crate::tcp::rtt::RtoBounds::default(),
+                stack: crate::tcp::stack::StackConfig::CLASSIC,
             });
             let mut out = vec![];
             let t = SimTime(0);

@@ -13,7 +13,7 @@ pub struct Reno;
 
 /// Steps 2-3 of RFC 5681 §3.2 (shared with NewReno).
 pub fn fast_retransmit(tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
-    tx.st.ssthresh = cc.ssthresh(&tx.st);
+    tx.st.ssthresh = tx.loss_ssthresh(cc);
     tx.retransmit_first(out);
     tx.st.cwnd = tx.st.ssthresh + 3 * tx.st.mss;
     tx.in_recovery = true;
@@ -22,9 +22,9 @@ pub fn fast_retransmit(tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Ve
     tx.restart_rto();
 }
 
-/// Step 4: inflate by one SMSS per further duplicate ACK.
+/// Step 4: inflate by one SMSS for each further duplicate ACK while in fast recovery.
 pub fn inflate(tx: &mut Tx) {
-    if tx.dupacks > DUP_THRESH && tx.in_recovery {
+    if tx.in_recovery {
         tx.st.cwnd += tx.st.mss;
     }
 }
@@ -35,10 +35,10 @@ impl Recovery for Reno {
     }
 
     fn on_dupack(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
-        if tx.dupacks == DUP_THRESH {
-            fast_retransmit(tx, cc, out);
-        } else {
+        if tx.in_recovery {
             inflate(tx);
+        } else if tx.dupacks == DUP_THRESH {
+            fast_retransmit(tx, cc, out);
         }
     }
 

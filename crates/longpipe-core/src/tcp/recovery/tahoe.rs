@@ -19,7 +19,7 @@ impl Recovery for Tahoe {
         if tx.dupacks != DUP_THRESH {
             return;
         }
-        tx.st.ssthresh = cc.ssthresh(&tx.st);
+        tx.st.ssthresh = tx.loss_ssthresh(cc);
         tx.st.cwnd = tx.st.mss;
         tx.retransmit_first(out);
         tx.count_recovery();

@@ -1,0 +1,141 @@
+//! Unit tests of [`super`] on hand-set state against `tcp_bbr.c`'s formulas.
+use super::*;
+use crate::time::SimDuration;
+
+const MS: u64 = 1_000_000;
+
+fn st() -> CcState {
+    CcState {
+        srtt: Some(SimDuration(100 * MS)),
+        min_rtt_sample: Some(SimDuration(100 * MS)),
+        ..CcState::new(1000, 10_000)
+    }
+}
+
+/// A valid sample of `seg` segments over `ms` ms.
+fn rs(seg: u64, ms: u64, prior: u64) -> RateSample {
+    RateSample {
+        prior_delivered: prior,
+        delivered: Some(seg * 1000),
+        interval: Some(SimDuration(ms * MS)),
+        acked_sacked: 1000,
+        rtt: Some(SimDuration(100 * MS)),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn gains_and_initial_pacing() {
+    assert_eq!(HIGH_GAIN, 739);
+    assert_eq!(DRAIN_GAIN, 88);
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.init(&mut s);
+    // high_gain · 10 segments / 100 ms, 1 % below: 739/256 · 100 kB/s · 0.99
+    let expect = 10 * 1000 * 10 * 739 / 256 * 99 / 100;
+    assert!(
+        s.pacing_rate.abs_diff(expect) <= expect / 1000,
+        "{}",
+        s.pacing_rate
+    );
+    assert!(s.pacing);
+    assert_eq!(s.ssthresh, u64::MAX / 4);
+}
+
+#[test]
+fn bdp_and_cwnd_target() {
+    let mut b = Bbr::new(1);
+    b.min_rtt_us = 100_000;
+    // 1 segment per ms = 1/1000 seg/µs
+    let bw = BW_UNIT / 1000;
+    assert_eq!(b.bdp(bw, BBR_UNIT), 100);
+    assert_eq!(b.bdp(bw, CWND_GAIN), 200);
+    // quantisation: + 3 TSO goals (pacing 1 MB/s → 1000 B per ms → 2 segments
+    // minimum), rounded up to even, + 2 in the first PROBE_BW phase
+    let mut s = st();
+    s.pacing_rate = 1_000_000;
+    assert_eq!(b.inflight(&s, bw, BBR_UNIT), 106);
+    b.mode = Mode::ProbeBw;
+    b.cycle_idx = 0;
+    assert_eq!(b.inflight(&s, bw, BBR_UNIT), 108);
+}
+
+#[test]
+fn startup_exits_after_three_rounds_without_growth() {
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.init(&mut s);
+    let mut delivered = 0;
+    // rounds of 10 segments in 100 ms with growing then flat rates
+    for (round, seg) in [10u64, 20, 40, 41, 42, 42, 42].iter().enumerate() {
+        let prior = delivered;
+        delivered += seg * 1000;
+        s.delivered = delivered;
+        s.now = SimTime((round as u64 + 1) * 100 * MS);
+        s.delivered_time = s.now;
+        b.cong_control(&mut s, &rs(*seg, 100, prior));
+    }
+    assert!(b.full_bw_reached);
+    assert_ne!(b.mode, Mode::Startup);
+    // the estimate is the max sample: 42 segments per 100 ms
+    assert_eq!(b.max_bw(), 42 * BW_UNIT / 100_000);
+}
+
+#[test]
+fn probe_bw_cycle_starts_at_a_random_phase_but_never_the_drain_phase() {
+    let s = st();
+    let mut seen = [false; CYCLE_LEN];
+    for seed in 0..200 {
+        let mut b = Bbr::new(seed);
+        b.reset_probe_bw_mode(&s);
+        seen[b.cycle_idx] = true;
+    }
+    assert!(!seen[1], "phase 1 (gain 3/4) is never the first");
+    assert_eq!(seen.iter().filter(|&&x| x).count(), 7);
+}
+
+#[test]
+fn recovery_uses_packet_conservation_then_restores() {
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.init(&mut s);
+    b.min_rtt_us = 100_000;
+    s.cwnd = 50_000;
+    s.in_flight = 30_000;
+    b.ssthresh(&s); // entering recovery saves cwnd 50
+    s.ca_state = CaState::Recovery;
+    let mut r = rs(1, 100, 0);
+    r.acked_sacked = 2000;
+    b.cong_control(&mut s, &r);
+    assert_eq!(s.cwnd, 32_000, "in flight + acked");
+    s.ca_state = CaState::Open;
+    b.cong_control(&mut s, &r);
+    assert!(s.cwnd >= 50_000, "restored to the saved cwnd: {}", s.cwnd);
+}
+
+#[test]
+fn probe_rtt_after_ten_seconds() {
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.init(&mut s);
+    b.full_bw_reached = true;
+    b.mode = Mode::ProbeBw;
+    s.cwnd = 80_000;
+    s.in_flight = 80_000;
+    s.now = SimTime(10_001 * MS);
+    let mut r = rs(10, 100, 0);
+    r.rtt = Some(SimDuration(120 * MS));
+    b.cong_control(&mut s, &r);
+    assert_eq!(b.mode, Mode::ProbeRtt);
+    assert_eq!(s.cwnd, 4000);
+    // once the flight is down to 4 segments, 200 ms and a round later it ends
+    s.in_flight = 4000;
+    b.cong_control(&mut s, &r);
+    s.now = SimTime(10_300 * MS);
+    s.delivered = 1_000_000;
+    let mut r2 = rs(10, 100, 1_000_000);
+    r2.rtt = Some(SimDuration(100 * MS));
+    b.cong_control(&mut s, &r2);
+    assert_eq!(b.mode, Mode::ProbeBw);
+    assert!(s.cwnd > 4000, "no longer capped at 4 segments: {}", s.cwnd);
+}

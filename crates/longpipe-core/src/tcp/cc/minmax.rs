@@ -1,0 +1,99 @@
+//! Windowed running maximum (Kathleen Nichols' algorithm as Linux `lib/win_minmax.c`):
+//! the best, second-best and third-best samples of a window, so the maximum over the
+//! last `win` time units is kept in constant space. BBR's bandwidth filter uses it with
+//! time counted in round trips.
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Sample {
+    t: u64,
+    v: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MinMax {
+    s: [Sample; 3],
+}
+
+impl MinMax {
+    pub fn get(&self) -> u64 {
+        self.s[0].v
+    }
+
+    /// Forgets everything: the window holds only (t, v).
+    pub fn reset(&mut self, t: u64, v: u64) -> u64 {
+        self.s = [Sample { t, v }; 3];
+        v
+    }
+
+    /// Linux `minmax_running_max`: adds measurement `v` at time `t`, returns the max over
+    /// the window.
+    pub fn running_max(&mut self, win: u64, t: u64, v: u64) -> u64 {
+        let val = Sample { t, v };
+        if v >= self.s[0].v || t - self.s[2].t > win {
+            return self.reset(t, v); // a new maximum, or nothing left in the window
+        }
+        if v >= self.s[1].v {
+            self.s[1] = val;
+            self.s[2] = val;
+        } else if v >= self.s[2].v {
+            self.s[2] = val;
+        }
+        self.subwin_update(win, val)
+    }
+
+    /// Linux `minmax_subwin_update`: ages the three choices through the window.
+    fn subwin_update(&mut self, win: u64, val: Sample) -> u64 {
+        let dt = val.t - self.s[0].t;
+        if dt > win {
+            // the best left the window: promote the 2nd and 3rd (maybe twice)
+            self.s[0] = self.s[1];
+            self.s[1] = self.s[2];
+            self.s[2] = val;
+            if val.t - self.s[0].t > win {
+                self.s[0] = self.s[1];
+                self.s[1] = self.s[2];
+                self.s[2] = val;
+            }
+        } else if self.s[1].t == self.s[0].t && dt > win / 4 {
+            // a quarter of the window without a new 2nd choice: take one from it
+            self.s[1] = val;
+            self.s[2] = val;
+        } else if self.s[2].t == self.s[1].t && dt > win / 2 {
+            // half the window without a new 3rd choice
+            self.s[2] = val;
+        }
+        self.s[0].v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_expires_after_the_window() {
+        let mut m = MinMax::default();
+        assert_eq!(m.running_max(10, 0, 100), 100);
+        for t in 1..=10 {
+            assert_eq!(m.running_max(10, t, 50), 100, "t {t}");
+        }
+        // 100 was seen at t = 0: by t = 11 it is out of a 10-round window; the best
+        // remaining sample (50, kept as a sub-window choice) takes over
+        assert_eq!(m.running_max(10, 11, 40), 50);
+        // a new maximum replaces everything at once
+        assert_eq!(m.running_max(10, 12, 70), 70);
+        assert_eq!(m.running_max(10, 13, 60), 70);
+    }
+
+    #[test]
+    fn brute_force_agreement_on_a_decreasing_ramp() {
+        // on a strictly decreasing sequence the windowed max is the oldest sample still
+        // in the window, within the algorithm's quarter-window granularity
+        let mut m = MinMax::default();
+        for t in 0..100u64 {
+            let got = m.running_max(8, t, 1000 - t);
+            let exact = 1000 - t.saturating_sub(8);
+            assert!(got <= exact && got >= exact - 8, "t {t}: {got} vs {exact}");
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Transmission in the Linux stack: lost segments first (`tcp_xmit_retransmit_queue`),
+//! new data within cwnd − in_flight (`tcp_write_xmit`), and the tail loss probe
+//! (`tcp_schedule_loss_probe`, `tcp_send_loss_probe`).
+
+use super::linux::Linux;
+use super::tlp::Tlp;
+use crate::tcp::cc::CaState;
+use crate::tcp::seg::Seg;
+use crate::tcp::timestamps::ts_clock;
+use crate::tcp::tx::Tx;
+
+impl Linux {
+    /// `tcp_xmit_retransmit_queue`: retransmits segments marked lost, within cwnd.
+    pub(super) fn retransmit_lost(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
+        let mut i = 0;
+        while i < tx.board.segs().len() {
+            if tx.board.rtx_bytes >= tx.board.lost_bytes {
+                break;
+            }
+            if tx.in_flight() + tx.st.mss > tx.st.cwnd {
+                break;
+            }
+            let s = tx.board.segs()[i];
+            i += 1;
+            if !s.lost || s.sacked || s.rtx_out {
+                continue;
+            }
+            if !tx.pace_ok() {
+                break;
+            }
+            self.retransmit(tx, s.seq, out);
+            if self.in_cwnd_reduction() {
+                self.prr.out += 1;
+            }
+        }
+    }
+
+    /// Retransmits the segment at `seq` (`tcp_retransmit_skb`).
+    pub(super) fn retransmit(&mut self, tx: &mut Tx, seq: u64, out: &mut Vec<Seg>) {
+        let (len, fin) = tx.segment_at(seq).expect("segment in flight");
+        tx.emit(seq, len, fin, out);
+        if self.retrans_stamp.is_none() {
+            self.retrans_stamp = Some(ts_clock(tx.st.now));
+        }
+        self.undo_retrans = self.undo_retrans.max(0) + 1;
+    }
+
+    /// `tcp_write_xmit`: new data within cwnd − in_flight and the receiver's window.
+    pub(super) fn send_new(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) -> bool {
+        let mut sent = false;
+        while let Some((len, fin)) = tx.segment_at(tx.snd_max) {
+            if len == 0 && !fin {
+                break;
+            }
+            let end = tx.snd_max + len as u64;
+            if end > tx.snd_una + tx.peer_wnd {
+                if tx.snd_una == tx.snd_max {
+                    tx.arm_persist();
+                }
+                break;
+            }
+            if tx.in_flight() + tx.st.mss > tx.st.cwnd {
+                break;
+            }
+            if !tx.pace_ok() {
+                break;
+            }
+            tx.send_new(out);
+            tx.persist_at = None;
+            tx.persist_backoff = 0;
+            if self.in_cwnd_reduction() {
+                self.prr.out += 1;
+            }
+            sent = true;
+        }
+        sent
+    }
+
+    /// `tcp_schedule_loss_probe`
+    pub(super) fn schedule_probe(&mut self, tx: &Tx, advancing: bool) {
+        self.tlp.deadline = None;
+        let packets_out = (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss);
+        if !tx.cfg.stack.rack
+            || packets_out == 0
+            || !matches!(self.state, CaState::Open | CaState::Cwr)
+        {
+            return;
+        }
+        let now = tx.st.now;
+        let rto_left = if advancing {
+            tx.rtt.rto()
+        } else {
+            tx.rto_deadline
+                .map_or(tx.rtt.rto(), |d| d.saturating_sub(now))
+        };
+        let pto = Tlp::pto(tx.st.srtt, packets_out, tx.cfg.min_rto, rto_left);
+        self.tlp.deadline = Some(now + pto);
+    }
+
+    /// `tcp_send_loss_probe`
+    pub(super) fn send_probe(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
+        self.tlp.deadline = None;
+        if self.tlp.high_seq.is_none() {
+            self.tlp.retrans = false;
+            if tx.new_data_fits() {
+                tx.send_new(out); // new data, regardless of cwnd
+            } else if let Some(last) = tx.board.segs().back().map(|s| s.seq) {
+                self.retransmit(tx, last, out);
+                self.tlp.retrans = true;
+            } else {
+                return;
+            }
+            self.tlp.high_seq = Some(tx.snd_max);
+            self.tlp.probes += 1;
+        }
+        tx.restart_rto();
+    }
+}
