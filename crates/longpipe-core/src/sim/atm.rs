@@ -113,9 +113,9 @@ pub fn link_row(
     let tagged = match &delta[nodes[to] as usize] {
         ElemMetrics::AtmSwitch(s) => {
             let port = routes.in_port(to, (li as u32, k as u8));
-            s.tagged_by_port.0.get(port as usize).copied().unwrap_or(0)
+            Some(s.tagged_by_port.0.get(port as usize).copied().unwrap_or(0))
         }
-        _ => 0,
+        _ => None,
     };
     let util = if measured > 0.0 {
         c.busy_ns as f64 * 1e-9 / measured
