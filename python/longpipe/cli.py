@@ -218,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reproduce", help="re-run a paper's experiment and print ours beside the paper's")
     rp.add_argument("name", choices=[*REGISTRY, "all"],
                     help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
-                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), or all")
+                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), atm (seed 002: TCP over "
+                    "wide-area ATM, figs. 3-7 and Tables 1-4), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
     rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
     sweeps_cli.add_exec_args(rp)

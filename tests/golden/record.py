@@ -49,8 +49,8 @@ def main() -> int:
     lock = threading.Lock()
     calls = []
 
-    def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None):
-        js, traces, pcaps, wall_s = real(text, seed, trace_all, trace_flows, pcap)
+    def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None, **kw):
+        js, traces, pcaps, wall_s = real(text, seed, trace_all, trace_flows, pcap, **kw)
         t, p = digest(traces, pcaps)
         rec = {"scenario": json.loads(text), "seed": seed, "trace_all": trace_all, "trace_flows": trace_flows,
                "pcap": pcap, "result": stable(js), "traces": t, "pcaps": p}
@@ -67,7 +67,7 @@ def main() -> int:
             api.run(ex)
         api.run(ROOT / "examples/geo.toml", pcap=["gw-client", "server-gw"], timeseries=True)
         api.run(ROOT / "examples/wcdma.toml", overrides={"flow.sack": True}, timeseries=True)
-        for name in ("hybla", "wcdma", "gateway"):
+        for name in ("hybla", "wcdma", "gateway", "atm"):
             rc = cli.main(["reproduce", name, "--quick", "--out", f"{tmp}/{name}", "--jobs", "1"])
             assert rc == 0, name
     # Threads may finish out of order; the key makes the file order stable.

@@ -4,4 +4,5 @@ REGISTRY = {
     "hybla": "longpipe.experiments.hybla",
     "wcdma": "longpipe.experiments.wcdma",
     "gateway": "longpipe.experiments.gateway",
+    "atm": "longpipe.experiments.atm",
 }
