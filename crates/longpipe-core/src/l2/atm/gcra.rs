@@ -57,7 +57,7 @@ impl Gcra {
         if ta.saturating_add(self.l) < tat {
             return false;
         }
-        self.tat = Some(ta.max(tat) + self.i);
+        self.tat = Some(ta.max(tat).saturating_add(self.i));
         true
     }
 }

@@ -191,7 +191,11 @@ impl AtmLine {
         self.busy_cells += 1;
         let ns = (self.busy_cells as u128 * CELL_BITS as u128 * 1_000_000_000)
             .div_ceil(self.rate.bps() as u128);
-        let end = SimTime(self.busy_start.0 + ns as u64);
+        let end = SimTime(
+            self.busy_start
+                .0
+                .saturating_add(u64::try_from(ns).unwrap_or(u64::MAX)),
+        );
         self.c.busy_ns += (end - from).as_nanos();
         self.last_end = end;
         end
