@@ -7,14 +7,17 @@ PIP := $(VENV)/bin/pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: demo test bench lint setup system-deps build clean fuzz
+.PHONY: demo test bench lint setup system-deps build clean fuzz mutants
 
-system-deps: ## tshark (pcap checks); apt-get only when it is missing
-	@if ! command -v tshark >/dev/null 2>&1; then \
+system-deps: ## tshark (pcap checks), iproute2 (longpipe emu); apt-get only when one is missing
+	@missing=""; \
+	command -v tshark >/dev/null 2>&1 || missing="$$missing tshark"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing tshark"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null; \
-	  else echo "warning: tshark missing and not root; pcap tests will be skipped"; fi; \
+	    echo "installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "warning:$$missing missing and not root; pcap and emulation tests will be skipped"; fi; \
 	fi
 
 $(VENV)/.deps: requirements-dev.txt
@@ -24,6 +27,7 @@ $(VENV)/.deps: requirements-dev.txt
 
 $(VENV)/.built: $(VENV)/.deps $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
+	cargo build -p longpipe-emu --release -q
 	touch $@
 
 build: $(VENV)/.built
@@ -43,6 +47,7 @@ FUZZ_MEM_KB ?= 8000000
 
 test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 	cargo test -p longpipe-core --release -q
+	cargo test -p longpipe-emu --release -q
 	cargo test -p longpipe-fuzz --release -q --no-run
 	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --release -q -- --nocapture )
 	$(PY) -m pytest -q
@@ -66,6 +71,13 @@ bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q
 	$(PY) benches/run.py
 	$(PY) benches/cli_startup.py
+	@if [ "$$(id -u)" = 0 ]; then target/release/longpipe-emu selftest; \
+	else echo "longpipe emu --selftest needs root: skipped"; fi
+
+MUTANTS_FILES ?= crates/longpipe-core/src/tcp/**/*.rs
+mutants: ## mutation testing of tcp/ (cargo-mutants; hours): survivors in mutants.out/missed.txt
+	command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
+	cargo mutants -p longpipe-core --profile mutants -f '$(MUTANTS_FILES)' --timeout 300 -j 1
 
 lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
 	$(VENV)/bin/ruff check python tests benches examples

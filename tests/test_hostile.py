@@ -383,7 +383,7 @@ def test_api_numpy_scalars_are_plain_numbers():
 
 # --- Ctrl-C and progress --------------------------------------------------------------
 
-LONG = ["--set", "duration=1000000s"]
+LONG = ["--set", "duration=1000000s", "--force"]  # long enough to interrupt
 
 
 def _spawn_on_pty(args, env_extra=None):
@@ -458,7 +458,7 @@ def test_ctrl_c_in_the_api_raises_keyboard_interrupt():
     timer.start()
     t = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        longpipe.run(sc)
+        longpipe.run(sc, force=True)
     timer.join()
     assert time.monotonic() - t < 60  # hang guard
 
@@ -475,7 +475,7 @@ def test_progress_callback_reports_simulated_time():
             raise RuntimeError("enough")  # an exception in the callback stops the run
 
     with pytest.raises(RuntimeError, match="enough"):
-        longpipe._core.run(json.dumps(sc), None, False, None, [], progress=progress, progress_every=0.1)
+        longpipe._core.run(json.dumps(sc), None, False, None, [], progress=progress, progress_every=0.1, force=True)
     assert len(calls) >= 3
     assert all(total == 10**6 * 10**9 for _, total in calls)
     ns = [c[0] for c in calls]

@@ -430,6 +430,7 @@ def run(
     pcap: str | Iterable[str] | None = None,
     overrides: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], Any] | None = None,
+    force: bool = False,
     **kw_overrides: Any,
 ) -> Result:
     """Runs one simulation.
@@ -452,6 +453,8 @@ def run(
     * ``TypeError`` with a message naming the argument when an argument of ``run``
       itself has the wrong Python type: ``run(123)``, ``seed=True`` or ``1.0``,
       ``timeseries="abc"`` or ``[1.5]``, ``pcap=[1]``, ``overrides={1: 2}``.
+    * ``ScenarioError`` with path ``(work)`` when the core estimates the run above its work
+      limit (about 1e9 events, a few minutes; docs/limits.md); ``force=True`` runs it.
     * ``KeyboardInterrupt`` on Ctrl-C: the simulation stops within a few tens of
       milliseconds and nothing is returned.
     """
@@ -470,7 +473,8 @@ def run(
     trace_all, trace_flows = _check_timeseries(timeseries, src)
     text = json.dumps(sc, allow_nan=False)
     try:
-        js, traces, pcaps, wall_s = _core.run(text, seed, trace_all, trace_flows, specs, progress=progress)
+        js, traces, pcaps, wall_s = _core.run(text, seed, trace_all, trace_flows, specs, progress=progress,
+                                              force=bool(force))
     except _core.ScenarioError as e:
         path, msg = e.args
         raise ScenarioError(src, path, msg) from None

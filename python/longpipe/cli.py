@@ -95,7 +95,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = _Progress(args.quiet)
     try:
         res = api.run(args.scenario, seed=args.seed, timeseries=args.timeseries, pcap=names,
-                      overrides=_overrides(args.set), progress=progress if progress.enabled else None)
+                      overrides=_overrides(args.set), progress=progress if progress.enabled else None,
+                      force=args.force)
     finally:
         progress.clear()
     text = res.to_json()
@@ -160,7 +161,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     from .experiments import REGISTRY
 
-    names = list(REGISTRY) if args.name == "all" else [args.name]
+    # crosscheck runs in real time as root: not part of "all"
+    names = [n for n in REGISTRY if n != "crosscheck"] if args.name == "all" else [args.name]
     for n in names:
         mod = importlib.import_module(REGISTRY[n])
         out = Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
@@ -219,12 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("name", choices=[*REGISTRY, "all"],
                     help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
                     "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), atm (seed 002: TCP over "
-                    "wide-area ATM, figs. 3-7 and Tables 1-4), or all")
+                    "wide-area ATM, figs. 3-7 and Tables 1-4), crosscheck (simulator against Linux TCP through "
+                    "longpipe emu; root), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")
     rp.add_argument("--out", help="output directory (default out/reproduce/NAME)")
     sweeps_cli.add_exec_args(rp)
     rp.set_defaults(func=cmd_reproduce)
     sweeps_cli.register(sub)
+    from . import emu
+
+    emu.register(sub)
 
     try:
         from .models import cli as models_cli
@@ -238,7 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    from .emu import split_command
+
+    argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if command is not None:
+        args.cmd = command
     try:
         return int(args.func(args) or 0)
     except ScenarioError as e:

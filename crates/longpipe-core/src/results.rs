@@ -6,9 +6,10 @@
 //! field by field.
 
 use crate::l2::atm::report::{AtmLineReport, AtmReport};
-use crate::l2::rlc::RlcReport;
+use crate::l2::rlc::{RlcCounters, RlcReport};
 use crate::middlebox::gateway::GatewayCounters;
 use crate::net::link::LinkCounters;
+use crate::stats::Peak;
 use crate::tcp::sender::SenderCounters;
 use serde::Serialize;
 
@@ -52,6 +53,54 @@ pub struct LinkResult {
     /// MaxDAT, and `utilization` the share of PDU slots used).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l2: Option<L2Report>,
+}
+
+impl LinkResult {
+    /// "forward" for a link's a->b direction (even index `i` of 2 × link + direction),
+    /// "reverse" for b->a.
+    pub fn dir_name(i: usize) -> &'static str {
+        if i.is_multiple_of(2) {
+            "forward"
+        } else {
+            "reverse"
+        }
+    }
+
+    /// A plain link direction from `a` to `b`: its counters over a measured interval of
+    /// `measured_s` seconds (`utilization` is the transmitter's busy share).
+    pub fn from_link(a: String, b: String, i: usize, c: &LinkCounters, measured_s: f64) -> Self {
+        LinkResult {
+            a,
+            b,
+            dir: Self::dir_name(i).into(),
+            utilization: if measured_s > 0.0 {
+                c.busy_ns as f64 * 1e-9 / measured_s
+            } else {
+                0.0
+            },
+            counters: c.clone(),
+            l2: None,
+        }
+    }
+
+    /// An RLC AM direction: SDUs in the link fields, PDUs and delays in `l2`.
+    pub fn from_rlc(a: String, b: String, i: usize, c: &RlcCounters) -> Self {
+        LinkResult {
+            a,
+            b,
+            dir: Self::dir_name(i).into(),
+            utilization: c.utilization(),
+            counters: LinkCounters {
+                packets: c.sdus_in,
+                bytes: 0,
+                drops_queue: c.sdus_dropped_queue,
+                drops_loss: c.sdus_discarded,
+                max_queue: Peak(0),
+                busy_ns: 0,
+            },
+            l2: Some(L2Report::RlcAm(c.report(c.pdus_per_tti.0))),
+        }
+    }
 }
 
 /// A link layer's report, tagged by its kind.

@@ -20,6 +20,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// The most flows a scenario may have (after `count`): each costs a few kB of state.
+pub const MAX_FLOWS: u64 = 1_000_000;
+
 /// A simulation scenario (TOML file or Python dict; same keys).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -187,18 +190,78 @@ pub fn parse_json(text: &str) -> Result<Scenario, ScenarioError> {
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." {
+        let path = if path == "." || path.is_empty() {
             "(top level)".to_string()
         } else {
-            path
+            one_line(&path)
         };
         let mut msg = e.into_inner().to_string();
         // The JSON position means nothing to a user who wrote TOML: drop it.
         if let Some(i) = msg.rfind(" at line ") {
             msg.truncate(i);
         }
-        ScenarioError { path, msg }
+        ScenarioError {
+            path,
+            msg: one_line(&plain_words(&msg)),
+        }
     })
+}
+
+/// Control characters (a newline in a key, say) escaped as Python's `repr` does
+/// (`\n`, `\x00`), so a message is one line and reads the same from either side.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// serde's messages name Rust types ("expected struct FlowSpec", "expected u32",
+/// "untagged enum IwSpec"); a user wrote TOML, so say what the file may contain.
+fn plain_words(msg: &str) -> String {
+    const UNTAGGED: [(&str, &str); 1] = [(
+        "data did not match any variant of untagged enum IwSpec",
+        "expected a number of segments (1, 2, ...) or one of \"rfc2414\", \"rfc3390\", \"rfc6928\"",
+    )];
+    const TYPES: [(&str, &str); 11] = [
+        ("expected u8", "expected an integer from 0 to 255"),
+        ("expected u16", "expected an integer from 0 to 65535"),
+        ("expected u32", "expected an integer from 0 to 4294967295"),
+        (
+            "expected u64",
+            "expected an integer from 0 to 18446744073709551615",
+        ),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected i64", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a sequence", "expected a list"),
+        ("invalid type: map", "invalid type: table"),
+        ("invalid type: sequence", "invalid type: list"),
+    ];
+    let mut m = msg.to_string();
+    for (from, to) in UNTAGGED.iter().chain(TYPES.iter()) {
+        m = m.replace(from, to);
+    }
+    // "expected struct FlowSpec" (a table of keys) -> "expected a table"
+    while let Some(i) = m.find("expected struct ") {
+        let rest = &m[i + "expected struct ".len()..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(rest.len());
+        m = format!("{}expected a table{}", &m[..i], &rest[end..]);
+    }
+    m
 }
 
 fn resolve_dir(
@@ -382,7 +445,21 @@ impl Scenario {
             };
             nodes[idx].gateway = Some(GatewayInfo { cfg, uplink });
         }
-        let mut flows = Vec::new();
+        // The flow count is checked before anything is allocated for it.
+        let mut total: u64 = 0;
+        for (i, f) in self.flow.iter().enumerate() {
+            total += f.count.unwrap_or(1) as u64;
+            if total > MAX_FLOWS {
+                return err(
+                    format!("flow[{i}].count"),
+                    format!(
+                        "the scenario would have {total} or more flows; at most {MAX_FLOWS} \
+                         (docs/limits.md)"
+                    ),
+                );
+            }
+        }
+        let mut flows = Vec::with_capacity(total as usize);
         for (i, f) in self.flow.iter().enumerate() {
             let p = format!("flow[{i}]");
             let src = *index.get(&f.src).ok_or_else(|| ScenarioError {
@@ -516,6 +593,68 @@ mod tests {
         let v = parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":3,"count":4"#)).unwrap();
         assert_eq!(v.flows.len(), 4);
         assert_eq!(v.flows[3].tcp.sender.iw_bytes, 3 * 1460);
+    }
+
+    #[test]
+    fn messages_name_no_rust_types() {
+        let bad = [
+            (r#""iw":"bogus""#, "rfc3390"),
+            (r#""iw":true"#, "rfc3390"),
+            (r#""mss":"x""#, "integer from 0 to 4294967295"),
+            (r#""mss":-1"#, "integer from 0 to 4294967295"),
+            (r#""count":1.5"#, "integer"),
+            (r#""sack":"yes""#, "true or false"),
+        ];
+        for (field, want) in bad {
+            let e =
+                parse(&BASE.replace(r#""dst":"c""#, &format!(r#""dst":"c",{field}"#))).unwrap_err();
+            assert!(e.msg.contains(want), "{field}: {e}");
+            for rust in ["untagged", "struct", "IwSpec", "u32", "f64", "i64"] {
+                assert!(!e.msg.contains(rust), "{field}: {e}");
+            }
+        }
+        let e = parse(r#"{"duration":"10s","link":[],"flow":[1]}"#).unwrap_err();
+        assert_eq!(
+            (e.path.as_str(), e.msg.contains("expected a table")),
+            ("flow[0]", true),
+            "{e}"
+        );
+        let e = parse(r#"{"duration":"10s","link":{}}"#).unwrap_err();
+        assert!(e.msg.contains("table") && e.msg.contains("list"), "{e}");
+    }
+
+    #[test]
+    fn messages_are_one_line_and_paths_never_empty() {
+        let e = parse(r#"{"duration":"10s","link":[],"":1}"#).unwrap_err();
+        assert!(!e.path.is_empty(), "{e:?}");
+        let e = parse("{\"duration\":\"10s\",\"link\":[],\"a\\nb\":1}").unwrap_err();
+        assert!(
+            !e.to_string().contains('\n') && e.msg.contains("a\\nb"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn flow_count_is_bounded_before_allocation() {
+        let e =
+            parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","count":4294967295"#)).unwrap_err();
+        assert_eq!(e.path, "flow[0].count");
+        assert!(e.msg.contains("1000000"), "{e}");
+        let ok = parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","count":1000"#)).unwrap();
+        assert_eq!(ok.flows.len(), 1000);
+    }
+
+    #[test]
+    fn timers_have_a_floor() {
+        for key in ["initial_rto", "min_rto", "delayed_ack_timeout"] {
+            for v in ["0s", "999us"] {
+                let e =
+                    parse(&BASE.replace(r#""dst":"c""#, &format!(r#""dst":"c","{key}":"{v}""#)))
+                        .unwrap_err();
+                assert_eq!(e.path, format!("flow[0].{key}"), "{e}");
+            }
+            parse(&BASE.replace(r#""dst":"c""#, &format!(r#""dst":"c","{key}":"1ms""#))).unwrap();
+        }
     }
 
     #[test]

@@ -86,9 +86,17 @@ impl fmt::Display for SimTime {
         write!(f, "{:.9}s", self.as_secs_f64())
     }
 }
+/// The largest unit that shows the value exactly: "1s", "250ms", "1.5ms" as "1500us", "7ns".
 impl fmt::Display for SimDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.9}s", self.as_secs_f64())
+        let ns = self.0;
+        match () {
+            _ if ns == 0 => write!(f, "0s"),
+            _ if ns.is_multiple_of(1_000_000_000) => write!(f, "{}s", ns / 1_000_000_000),
+            _ if ns.is_multiple_of(1_000_000) => write!(f, "{}ms", ns / 1_000_000),
+            _ if ns.is_multiple_of(1_000) => write!(f, "{}us", ns / 1_000),
+            _ => write!(f, "{ns}ns"),
+        }
     }
 }
 
@@ -117,6 +125,15 @@ mod tests {
         assert_eq!(Rate(10_000_000).tx_time(1500), SimDuration(1_200_000));
         assert_eq!(Rate(3).tx_time(1), SimDuration(2_666_666_667));
     }
+    #[test]
+    fn durations_display_in_their_largest_exact_unit() {
+        let d = |ns| SimDuration(ns).to_string();
+        assert_eq!(
+            [d(0), d(2_000_000_000), d(250_000_000), d(1_500_000), d(1)],
+            ["0s", "2s", "250ms", "1500us", "1ns"]
+        );
+    }
+
     #[test]
     fn arithmetic() {
         let t = SimTime(5) + SimDuration(7);

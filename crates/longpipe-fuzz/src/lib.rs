@@ -20,9 +20,6 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Scenarios with more flows than this (after `count`) are parsed but not validated.
-pub const MAX_FUZZ_FLOWS: u64 = 10_000;
-
 /// The scenario target. Returns a short outcome signature (for the mutation loop's
 /// feedback): "ok" or the error's path shape and first words.
 pub fn scenario(data: &[u8]) -> String {
@@ -34,12 +31,6 @@ pub fn scenario(data: &[u8]) -> String {
     // `count` into one flow each, with no bound yet, so a fuzzed count of 4294967295
     // exhausts memory. Such inputs stop after parsing until the core caps it
     // (tests/test_hostile_core.py has the expected-failure test).
-    if let Ok(sc) = &parsed {
-        let flows: u64 = sc.flow.iter().map(|f| f.count.unwrap_or(1) as u64).sum();
-        if flows > MAX_FUZZ_FLOWS {
-            return "skip:count".into();
-        }
-    }
     let r = parsed.and_then(|s| s.validate());
     match r {
         Ok(v) => {
@@ -49,23 +40,12 @@ pub fn scenario(data: &[u8]) -> String {
             format!("ok:{}:{}", v.flows.len().min(3), v.nodes.len().min(5))
         }
         Err(e) => {
-            // Known core defect: a key "" gives an empty path (reported; the Python
-            // front end shows "(top level)"). Any other empty path is a new defect.
-            let empty_key = e.msg.starts_with("unknown field ``");
-            assert!(
-                !e.path.is_empty() || empty_key,
-                "error with an empty path: {e:?}"
-            );
+            assert!(!e.path.is_empty(), "error with an empty path: {e:?}");
             assert!(
                 !e.msg.trim().is_empty(),
                 "error with an empty message: {e:?}"
             );
-            // A message may quote a key or value, so it can only hold a newline that
-            // the input spelled (raw or as an escape); the Python front end escapes it.
-            assert!(
-                !e.msg.contains('\n') || text.contains('\\') || text.contains('\n'),
-                "multi-line message for an input without newlines: {e:?}"
-            );
+            assert!(!e.to_string().contains('\n'), "multi-line message: {e:?}");
             // Signature: the path with indices and key names generalised, and the
             // message's first three words.
             let shape: String = e

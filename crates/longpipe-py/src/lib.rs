@@ -53,7 +53,7 @@ type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
 /// time while the run goes on. Ctrl-C stops the run and raises `KeyboardInterrupt`.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None,
-                    *, progress=None, progress_every=0.5))]
+                    *, progress=None, progress_every=0.5, force=false))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -64,6 +64,7 @@ fn run(
     pcap: Option<Vec<String>>,
     progress: Option<PyObject>,
     progress_every: f64,
+    force: bool,
 ) -> PyResult<RunReturn> {
     let sc = longpipe_core::scenario::parse_json(scenario_json)
         .and_then(|s| s.validate())
@@ -102,6 +103,7 @@ fn run(
         pcap: pcap.unwrap_or_default(),
         cancel: Some(cancel.clone()),
         progress: Some(reached.clone()),
+        max_events: (!force).then_some(longpipe_core::sim::DEFAULT_MAX_EVENTS),
     };
     let total_ns = sc.duration.0;
     let (tx, rx) = mpsc::channel::<SimDone>();
@@ -190,7 +192,9 @@ fn run(
 }
 
 /// Parses and validates a scenario without running it; raises ScenarioError.
-/// Returns a summary: {"flows": number of flows after `count`, "duration_ns": ...}.
+/// Returns a summary: {"flows": number of flows after `count`, "duration_ns": ...,
+/// "events_estimate": an upper estimate of the run's events, "max_events": the limit
+/// `run` applies unless forced}.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
     let sc = longpipe_core::scenario::parse_json(scenario_json)
@@ -199,6 +203,9 @@ fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
     let d = PyDict::new_bound(py);
     d.set_item("flows", sc.flows.len())?;
     d.set_item("duration_ns", sc.duration.0)?;
+    let e = longpipe_core::sim::estimate::estimate(&sc);
+    d.set_item("events_estimate", e.events)?;
+    d.set_item("max_events", longpipe_core::sim::DEFAULT_MAX_EVENTS)?;
     Ok(d.into_any().unbind())
 }
 

@@ -5,4 +5,5 @@ REGISTRY = {
     "wcdma": "longpipe.experiments.wcdma",
     "gateway": "longpipe.experiments.gateway",
     "atm": "longpipe.experiments.atm",
+    "crosscheck": "longpipe.experiments.crosscheck",
 }

@@ -92,9 +92,10 @@ def _merge(old: Mapping[str, Any], axes: Sequence[Axis], seeds: Sequence[int], w
 
 
 def plan(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str, Any] | Sequence[str] | None = None,
-         seeds: int | str | Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None
-         ) -> tuple[dict[str, Any], list[Axis], list[int], list[Task]]:
-    """Validates everything and expands the grid: (manifest, axes, seeds, tasks)."""
+         seeds: int | str | Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
+         force: bool = False) -> tuple[dict[str, Any], list[Axis], list[int], list[Task]]:
+    """Validates everything and expands the grid: (manifest, axes, seeds, tasks). Unless
+    ``force``, a point whose run the core estimates above its work limit is refused."""
     from .grid import _validate
 
     base, src = prepare(scenario, overrides)
@@ -109,13 +110,23 @@ def plan(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str
     manifest = {"format": FORMAT, "source": src, "scenario": base_noseed, "scenario_hash": scenario_hash(base),
                 "axes": [a.to_json() for a in axes], "seeds": seed_list, "longpipe_version": __version__}
     tasks = [make_task(apply_point(base, pt, src), s, pt) for pt in points(axes) for s in seed_list]
+    if not force:
+        from .. import _core
+
+        for t in {t.scenario_json: t for t in tasks}.values():
+            v = _core.validate(t.scenario_json)
+            if v["events_estimate"] > v["max_events"]:
+                where = ", ".join(f"{k}={val}" for k, val in t.params) or "the scenario"
+                raise ScenarioError(src, "(work)", f"{where} would take about {v['events_estimate']:.1e} events, above "
+                                    f"the limit of {v['max_events']:.0e}: shorten it, or use --force (force=True); "
+                                    "see docs/limits.md")
     return manifest, axes, seed_list, tasks
 
 
 def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str, Any] | Sequence[str] | None = None,
           seeds: int | str | Sequence[int] | None = None, *, out: str | os.PathLike[str] | None = None,
           executor: str = "local", jobs: int | None = None, progress: bool = False,
-          overrides: Mapping[str, Any] | None = None) -> Sweep:
+          overrides: Mapping[str, Any] | None = None, force: bool = False) -> Sweep:
     """Runs ``scenario`` at every point of ``grid`` for every seed.
 
     ``grid``: ``{"flow.tcp": ["newreno", "hybla"], "link[1].loss.p": "1e-4..1e-2:log:9"}``
@@ -128,7 +139,7 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[st
     address ``"dask://HOST:PORT"``. Every key and value is validated before anything
     runs (ScenarioError naming the key).
     """
-    manifest, axes, seed_list, tasks = plan(scenario, grid, seeds, overrides)
+    manifest, axes, seed_list, tasks = plan(scenario, grid, seeds, overrides, force)
     store = None
     outdir = None
     if out is not None:

@@ -32,7 +32,9 @@ def add_exec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, metavar="N", help="parallel simulations (default: all cores)")
     p.add_argument("--executor", default="local", metavar="E",
                    help=f"where runs execute: {EXECUTORS} (default: %(default)s)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or notes on stderr (for scripts)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar or notes on stderr (for scripts)")
+    p.add_argument("--force", action="store_true",
+                   help="run even what the core estimates above its work limit (docs/limits.md)")
 
 
 def register(sub: Any) -> None:
@@ -114,12 +116,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     seeds = _seeds_arg(args)
     out = args.out
     if out is None:
-        manifest, axes, _, _ = plan(args.scenario, args.grid, seeds, ov)
+        manifest, axes, _, _ = plan(args.scenario, args.grid, seeds, ov, args.force)
         name = str(manifest["scenario"].get("name") or Path(args.scenario).stem)
         tag = digest(manifest["scenario_hash"] + "|" + "|".join(a.key for a in axes))[:8]
         out = str(Path("out") / "sweeps" / f"{''.join(c if c.isalnum() or c in '-_' else '_' for c in name)}-{tag}")
     sw = sweep(args.scenario, args.grid, seeds, out=out, executor=args.executor, jobs=args.jobs,
-               progress=_progress(args), overrides=ov)
+               progress=_progress(args), overrides=ov, force=args.force)
     oc = sw.outcome
     assert oc is not None
     _note(args, describe(sw))
@@ -250,7 +252,8 @@ def run_seeds(args: argparse.Namespace) -> int:
     if args.pcap or args.timeseries:
         raise ScenarioError(None, "--seeds", "cannot be combined with --pcap or --timeseries; "
                             "use --seed S for one run with traces")
-    manifest, _, seeds, tasks = plan(args.scenario, None, _seeds_arg(args), _overrides(args.set))
+    manifest, _, seeds, tasks = plan(args.scenario, None, _seeds_arg(args), _overrides(args.set),
+                                     getattr(args, "force", False))
     store = None
     if args.out:
         store = Store(args.out)

@@ -29,6 +29,9 @@ def register_args(c: argparse.ArgumentParser) -> None:
     fmt = c.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the comparison as JSON")
     fmt.add_argument("--csv", action="store_true", help="print the comparison as CSV")
+    c.add_argument("--engine", choices=["sim", "emu"], default="sim",
+                   help="sim: the simulator (default); emu: Linux TCP through longpipe emu, in real time, "
+                   "one run after another (root)")
     add_exec_args(c)
 
 
@@ -55,9 +58,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.flow >= n_flows:  # before anything runs
         raise ScenarioError(None, "--flow", f"no flow {args.flow}; the scenario has {n_flows} flow(s), ids 0 to "
                             f"{n_flows - 1}" if n_flows else "the scenario has no flows")
-    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov)
-    oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
-    results = [json.loads(r["result"]) for r in oc.rows]
+    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False))
+    if args.engine == "emu":  # real time, namespaces: one after another, not stored
+        from ..emu import run_json
+        from ..options import UsageError
+
+        if args.plot:
+            raise UsageError("--plot: the emulator records no time series; compare --engine sim for figures")
+        results = [run_json(t.scenario_json, t.seed) for t in tasks]
+    else:
+        oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
+        results = [json.loads(r["result"]) for r in oc.rows]
     n_flows = len(results[0]["flows"])
     if not 0 <= args.flow < n_flows:
         raise ScenarioError(None, "--flow", f"the scenario has flows 0..{n_flows - 1}, got {args.flow}")
@@ -86,7 +97,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         s = f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) \
             else ", ".join(map(str, seeds))
         print(f"scenario {name} (flow {args.flow}), seed{'s' if len(seeds) > 1 else ''} {s}, "
-              f"{results[0]['duration_s']:g} s simulated" + (", mean ± 95% CI" if len(seeds) > 1 else ""))
+              f"{results[0]['duration_s']:g} s {'emulated' if args.engine == 'emu' else 'simulated'}"
+              + (", mean ± 95% CI" if len(seeds) > 1 else ""))
         if sets:
             print(f"applied: {sets}")
         rows = []

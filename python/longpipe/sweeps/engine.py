@@ -42,7 +42,8 @@ def execute(task: Task) -> tuple[dict[str, Any], float | None]:
 
     from .. import __version__, _core
 
-    js, _, _, wall = _core.run(task.scenario_json, task.seed, False, None, [])
+    # the work limit was checked when the tasks were planned
+    js, _, _, wall = _core.run(task.scenario_json, task.seed, False, None, [], force=True)
     data = json.loads(js)
     return make_row(task.run_id, task.scenario_hash, __version__, task.seed, task.params, data), wall
 

@@ -11,10 +11,9 @@ use crate::l2::atm::report::{AtmLineReport, AtmReport, VcReport};
 use crate::l2::atm::switch::AtmSwitch;
 use crate::l2::atm::{aal5::Reassembler, discard::Discard, VcCounters, VcTable};
 use crate::l2::Layer2Config;
-use crate::net::link::LinkCounters;
 use crate::net::loss::LossState;
 use crate::net::routing::Routes;
-use crate::results::L2Report;
+use crate::results::{L2Report, LinkResult};
 use crate::scenario::ValidScenario;
 use crate::tcp::endpoint::Addrs;
 use std::sync::Arc;
@@ -98,17 +97,19 @@ pub fn check_capture(sc: &ValidScenario, li: usize, spec: &str) -> Result<(), Sc
     Ok(())
 }
 
-/// The result row of ATM direction `k` of link `li`: utilization (share of cell slots
-/// used), the generic counters in cells, and the `l2` report.
+/// The result row of ATM direction `i` of the links (link `i / 2`, direction `i % 2`),
+/// from `a` to `b`: utilization (share of cell slots used), the generic counters in
+/// cells, and the `l2` report.
 pub fn link_row(
     sc: &ValidScenario,
     routes: &Routes,
     delta: &[ElemMetrics],
     nodes: &[ElemId],
-    (li, k): (usize, usize),
+    (a, b, i): (String, String, usize),
     c: &AtmLineCounters,
     measured: f64,
-) -> (f64, LinkCounters, Option<L2Report>) {
+) -> LinkResult {
+    let (li, k) = (i / 2, i % 2);
     let (from, to) = ends(sc, li, k);
     let tagged = match &delta[nodes[to] as usize] {
         ElemMetrics::AtmSwitch(s) => {
@@ -117,13 +118,13 @@ pub fn link_row(
         }
         _ => None,
     };
-    let util = if measured > 0.0 {
-        c.busy_ns as f64 * 1e-9 / measured
-    } else {
-        0.0
-    };
-    let report = AtmLineReport::new(c, sc.nodes[from].atm, tagged);
-    (util, c.link_counters(), Some(L2Report::Atm(report)))
+    let mut row = LinkResult::from_link(a, b, i, &c.link_counters(), measured);
+    row.l2 = Some(L2Report::Atm(AtmLineReport::new(
+        c,
+        sc.nodes[from].atm,
+        tagged,
+    )));
+    row
 }
 
 /// Every VC's counters summed over the lines and switches it crossed; None without ATM.

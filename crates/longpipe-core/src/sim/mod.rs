@@ -6,6 +6,7 @@
 //! Adding an element kind: its module, one line in [`registry`], its construction here.
 
 mod atm;
+pub mod estimate;
 pub mod registry;
 
 use crate::element::{ElemId, PortId};
@@ -15,17 +16,15 @@ use crate::l2::Layer2Config;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway};
 use crate::net::capture::{Capture, COPY, INLINE};
-use crate::net::link::{LinkCounters, LinkDirection, OUT, TAP};
+use crate::net::link::{LinkDirection, OUT, TAP};
 use crate::net::loss::LossState;
 use crate::net::node::Forwarder;
 use crate::net::packet::node_addr;
 use crate::net::routing::Routes;
-use crate::results::{
-    FlowResult, GatewayResult, L2Report, LinkResult, NodeResult, SimResult, SimStats,
-};
+use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
 use crate::scenario::{ScenarioError, ValidScenario};
-use crate::stats::{Peak, Since};
+use crate::stats::Since;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side, TcpElement, TcpMetrics};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::Sender;
@@ -58,7 +57,14 @@ pub struct RunOptions {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Simulated time reached so far, in ns, for progress reports from another thread.
     pub progress: Option<Arc<AtomicU64>>,
+    /// Refuse (before building anything) a run estimated above this many events
+    /// ([`estimate::estimate`]); None runs anything.
+    pub max_events: Option<f64>,
 }
+
+/// The default work limit: about three minutes of simulation on one core of this
+/// project's machine (docs/limits.md).
+pub const DEFAULT_MAX_EVENTS: f64 = 1e9;
 
 pub struct RunOutput {
     pub result: SimResult,
@@ -67,16 +73,6 @@ pub struct RunOutput {
     pub pcaps: Vec<(String, Vec<u8>)>,
     /// The run was stopped through `RunOptions::cancel` before its end.
     pub interrupted: bool,
-}
-
-/// "forward" for a link's a->b direction (even index), "reverse" for b->a.
-fn direction(i: usize) -> String {
-    if i.is_multiple_of(2) {
-        "forward"
-    } else {
-        "reverse"
-    }
-    .to_string()
 }
 
 /// A flow's initial sequence numbers: stable per flow and side.
@@ -94,8 +90,9 @@ fn ports(flow: usize) -> (u16, u16) {
 
 /// The name of link direction `d` of link `li`'s loss stream: stable under adding
 /// flows or other links; a second parallel link between the same two nodes gets a
-/// suffix, so parallel links never share losses.
-fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
+/// suffix, so parallel links never share losses. The live emulator names its streams
+/// with it too, so that an emulated link loses what the simulated one would.
+pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
     let l = &sc.links[li];
     let same = sc.links[..li]
         .iter()
@@ -345,14 +342,15 @@ impl<'a> Sim<'a> {
 
     pub fn run(mut self, opts: &RunOptions) -> RunOutput {
         let (warmup, end) = (self.sc.warmup, self.sc.duration);
-        // The measured interval opens before the first event at `warmup`.
+        // The measured interval is [warmup, end): it opens before the first event at
+        // `warmup` and closes before the first event at `end` (which is not run).
         let mut done = true;
         if warmup > SimTime::ZERO {
             done = self.run_to(SimTime(warmup.0 - 1), opts);
         }
         let base = self.snapshot(warmup);
         if done {
-            done = self.run_to(end, opts);
+            done = self.run_to(SimTime(end.0 - 1), opts);
         }
         let delta: Vec<ElemMetrics> = self
             .snapshot(end)
@@ -405,49 +403,14 @@ impl<'a> Sim<'a> {
         for (i, &id) in self.dirs.iter().enumerate() {
             let l = &sc.links[i / 2];
             let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
-            let (utilization, counters, l2) = match &delta[id as usize] {
-                ElemMetrics::Link(c) => (
-                    if measured > 0.0 {
-                        c.busy_ns as f64 * 1e-9 / measured
-                    } else {
-                        0.0
-                    },
-                    c.clone(),
-                    None,
-                ),
-                ElemMetrics::Rlc(c) => {
-                    let ppt = c.pdus_per_tti.0;
-                    (
-                        c.utilization(ppt),
-                        LinkCounters {
-                            packets: c.sdus_in,
-                            bytes: 0,
-                            drops_queue: c.sdus_dropped_queue,
-                            drops_loss: c.sdus_discarded,
-                            max_queue: Peak(0),
-                            busy_ns: 0,
-                        },
-                        Some(L2Report::RlcAm(c.report(ppt))),
-                    )
+            let (a, b) = (sc.nodes[from].name.clone(), sc.nodes[to].name.clone());
+            links.push(match &delta[id as usize] {
+                ElemMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured),
+                ElemMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
+                ElemMetrics::Atm(c) => {
+                    atm::link_row(sc, &self.routes, delta, &self.nodes, (a, b, i), c, measured)
                 }
-                ElemMetrics::Atm(c) => atm::link_row(
-                    sc,
-                    &self.routes,
-                    delta,
-                    &self.nodes,
-                    (i / 2, i % 2),
-                    c,
-                    measured,
-                ),
                 _ => unreachable!("a link direction"),
-            };
-            links.push(LinkResult {
-                a: sc.nodes[from].name.clone(),
-                b: sc.nodes[to].name.clone(),
-                dir: direction(i),
-                utilization,
-                counters,
-                l2,
             });
         }
         let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
@@ -516,5 +479,42 @@ impl<'a> Sim<'a> {
             pcaps,
             interrupted: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::parse_json;
+
+    #[test]
+    fn parallel_links_draw_from_their_own_loss_streams() {
+        let sc = parse_json(
+            r#"{"duration":"1s","link":[
+                {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"},
+                {"a":"y","b":"z","rate":"1Mbps","delay":"1ms"},
+                {"a":"y","b":"x","rate":"1Mbps","delay":"1ms"},
+                {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"}]}"#,
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+        let (x, y, z) = (0, 1, 2);
+        let names = [
+            loss_stream(&sc, 0, x, y),
+            loss_stream(&sc, 1, y, z),
+            loss_stream(&sc, 2, y, x),
+            loss_stream(&sc, 3, x, y),
+        ];
+        // The first link between two nodes keeps the historical name (results of
+        // existing scenarios do not move); later parallel ones are numbered.
+        assert_eq!(names[0], "link/x->y/loss");
+        assert_eq!(names[1], "link/y->z/loss");
+        assert_eq!(names[2], "link/y->x#2/loss");
+        assert_eq!(names[3], "link/x->y#3/loss");
+        let mut uniq = names.to_vec();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), 4);
     }
 }

@@ -185,6 +185,9 @@ pub struct FlowSpec {
     pub count: Option<u32>,
 }
 
+/// The shortest retransmission, persist and delayed-ACK timer a flow may set.
+pub const MIN_TIMER: SimDuration = SimDuration::from_millis(1);
+
 /// Both endpoints of a flow, resolved.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
@@ -241,8 +244,15 @@ impl FlowSpec {
         let min_rto = dur(self.min_rto, SimDuration::from_secs(1));
         let initial_rto = dur(self.initial_rto, SimDuration::from_secs(1));
         let max_rto = dur(self.max_rto, SimDuration::from_secs(60));
-        if min_rto.0 == 0 {
-            return err(format!("{p}.min_rto"), "must be positive");
+        // RFC 6298 recommends 1 s and Linux uses 200 ms; below 1 ms no real stack times
+        // out, and a zero timer would fire forever at one instant.
+        for (key, v) in [("min_rto", min_rto), ("initial_rto", initial_rto)] {
+            if v < MIN_TIMER {
+                return err(
+                    format!("{p}.{key}"),
+                    format!("must be at least 1ms, got {v}"),
+                );
+            }
         }
         if max_rto < min_rto || max_rto < initial_rto {
             return err(
@@ -251,8 +261,11 @@ impl FlowSpec {
             );
         }
         let delack = dur(self.delayed_ack_timeout, SimDuration::from_millis(200));
-        if delack.0 == 0 {
-            return err(format!("{p}.delayed_ack_timeout"), "must be positive");
+        if delack < MIN_TIMER {
+            return err(
+                format!("{p}.delayed_ack_timeout"),
+                format!("must be at least 1ms, got {delack}"),
+            );
         }
         let app_bytes = self.app.as_ref().and_then(|a| a.bytes).map(|b| b.0);
         if app_bytes == Some(0) {

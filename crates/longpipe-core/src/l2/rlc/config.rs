@@ -71,8 +71,20 @@ impl RlcSpec {
             pdu_delay: d(self.pdu_delay, SimDuration::ZERO),
             sdu_delay: d(self.sdu_delay, SimDuration::ZERO),
         };
-        if c.pdu_payload == 0 {
-            return err(format!("{path}.pdu_payload"), "must be at least 1 octet");
+        if c.pdu_payload == 0 || c.pdu_payload > 65_535 {
+            return err(
+                format!("{path}.pdu_payload"),
+                format!("must be from 1 to 65535 octets, got {}", c.pdu_payload),
+            );
+        }
+        if c.header > 64 {
+            return err(
+                format!("{path}.header"),
+                format!(
+                    "must be at most 64 octets (an AMD header is 2, plus length indicators), got {}",
+                    c.header
+                ),
+            );
         }
         if c.tti.0 == 0 {
             return err(format!("{path}.tti"), "must be positive");
@@ -136,9 +148,9 @@ crate::counters! {
         /// Per delivered SDU: from entering RLC to delivery, ns.
         #[serde(skip)]
         pub sdu_delay_ns: Samples,
-        /// TTIs that started so far (not a count of events: a function of time).
+        /// PDU slots of the TTIs that started so far (a function of time).
         #[serde(skip)]
-        pub ttis: u64,
+        pub slots: u64,
         /// PDUs per TTI (a constant of the bearer).
         #[serde(skip)]
         pub pdus_per_tti: Last<u32>,
@@ -160,10 +172,9 @@ pub struct RlcReport {
 
 impl RlcCounters {
     /// Share of the PDU slots of the measured TTIs that carried a PDU.
-    pub fn utilization(&self, pdus_per_tti: u32) -> f64 {
-        let slots = self.ttis as f64 * pdus_per_tti as f64;
-        if slots > 0.0 {
-            self.slots_used as f64 / slots
+    pub fn utilization(&self) -> f64 {
+        if self.slots > 0 {
+            self.slots_used as f64 / self.slots as f64
         } else {
             0.0
         }

@@ -1,7 +1,9 @@
 //! 3GPP TS 25.322 RLC acknowledged mode over one link direction (a radio bearer).
 //!
 //! Sender: SDUs (IP packets) are segmented and concatenated into PDUs of `pdu_payload`
-//! octets plus a header; every TTI up to `pdus_per_tti` PDUs are sent, NACKed PDUs
+//! octets plus a header; each TTI carries the PDU slots the payload rate gives it (the
+//! k-th TTI ⌊(k+1)·R·TTI/P⌋ − ⌊k·R·TTI/P⌋ for P bits a PDU, so the rate holds on average
+//! even below one PDU per TTI), NACKed PDUs
 //! before new ones, new ones only inside the transmit window VT(S) − VT(A) < window.
 //! Poll bit on the last PDU in the buffer, on the last retransmitted PDU, every
 //! `poll_pdu` PDUs and on Timer_Poll expiry, held back while Timer_Poll_Prohibit runs.
@@ -57,6 +59,9 @@ struct Status {
 
 pub struct RlcLink<U> {
     cfg: RlcConfig,
+    /// The bearer's payload rate; TTI k carries slots(k + 1) − slots(k) PDUs.
+    rate: Rate,
+    /// Whole PDUs per TTI at this rate (the average may be a fraction more).
     pdus_per_tti: u32,
     delay: SimDuration,
     rev_delay: SimDuration,
@@ -107,9 +112,10 @@ impl<U: Frame + Clone> RlcLink<U> {
         loss: LossState,
     ) -> Self {
         let bits = rate.bps() as u128 * cfg.tti.as_nanos() as u128 / 1_000_000_000;
-        let pdus_per_tti = ((bits / (cfg.pdu_payload as u128 * 8)) as u32).max(1);
+        let pdus_per_tti = (bits / (cfg.pdu_payload as u128 * 8)).min(u32::MAX as u128) as u32;
         RlcLink {
             cfg,
+            rate,
             pdus_per_tti,
             delay,
             rev_delay,
@@ -147,6 +153,13 @@ impl<U: Frame + Clone> RlcLink<U> {
 
     pub fn pdus_per_tti(&self) -> u32 {
         self.pdus_per_tti
+    }
+
+    /// PDU slots offered by the first `k` TTIs: ⌊k · rate · TTI / PDU bits⌋, exactly,
+    /// so the payload rate is kept on average even below one PDU per TTI.
+    fn slots(&self, k: u64) -> u64 {
+        let bits = k as u128 * self.rate.bps() as u128 * self.cfg.tti.as_nanos() as u128;
+        (bits / (1_000_000_000 * 8 * self.cfg.pdu_payload as u128)).min(u64::MAX as u128) as u64
     }
 
     /// Copies every SDU the buffer accepts to port [`TAP`].
@@ -253,7 +266,8 @@ impl<U: Frame + Clone> RlcLink<U> {
     }
 
     fn tti(&mut self, now: SimTime) {
-        let mut slots = self.pdus_per_tti;
+        let k = now.0 / self.cfg.tti.as_nanos();
+        let mut slots = self.slots(k + 1) - self.slots(k);
         while slots > 0 {
             let (pdu, retransmission) = if let Some(sn) = self.retx.pop_first() {
                 let i = (sn - self.vt_a) as usize;
@@ -505,7 +519,7 @@ impl<U: Frame + Clone> Element<U> for RlcLink<U> {
 
     fn metrics(&self, now: SimTime) -> RlcCounters {
         let mut c = self.stats.clone();
-        c.ttis = now.0.div_ceil(self.cfg.tti.as_nanos());
+        c.slots = self.slots(now.0.div_ceil(self.cfg.tti.as_nanos()));
         c.pdus_per_tti = Last(self.pdus_per_tti);
         c
     }

@@ -25,7 +25,7 @@ pub mod split;
 pub mod spoof;
 
 use crate::error::{err, ScenarioError};
-use crate::net::packet::{Packet, RST, SYN};
+use crate::net::packet::{Packet, ACK, RST, SYN};
 use crate::stats::{Last, Peak};
 use crate::tcp::cc::hybla::HyblaSpec;
 use crate::tcp::cc::CcConfig;
@@ -159,13 +159,22 @@ impl GatewaySpec {
                 "tcp, hybla, sack and iw apply to mode = \"split\"",
             );
         }
+        if self.iw == Some(0) {
+            return err(format!("{path}.iw"), "must be at least 1 segment");
+        }
+        if self.window.is_some_and(|w| w.0 == 0) {
+            return err(
+                format!("{path}.window"),
+                "must be positive (omit it for the uplink's bandwidth-delay product)",
+            );
+        }
         let split = if split {
             let tcp = self.tcp.unwrap_or_default();
             Some(SplitConfig {
                 cc: tcp.cc(self.hybla.as_ref(), path)?,
                 tcp,
                 sack: self.sack.unwrap_or(false),
-                iw_segments: self.iw.unwrap_or(1).max(1),
+                iw_segments: self.iw.unwrap_or(1),
             })
         } else {
             None
@@ -191,6 +200,9 @@ impl GatewaySpec {
         };
         if cfg.buffer == 0 {
             return err(format!("{path}.buffer"), "must be positive");
+        }
+        if cfg.min_rto < crate::tcp::config::MIN_TIMER {
+            return err(format!("{path}.min_rto"), "must be at least 1ms");
         }
         if cfg.dupthresh == 0 {
             return err(format!("{path}.dupthresh"), "must be at least 1");
@@ -338,7 +350,8 @@ impl Gateway {
                 }
                 if flags & SYN != 0 && !cs.contains_key(&k) {
                     if cs.len() >= cfg.max_conns {
-                        st.conns_refused += 1;
+                        // counted once a connection: at its opening SYN
+                        st.conns_refused += (flags & ACK == 0) as u64;
                     } else {
                         cs.insert(k, spoof::Conn::new(cfg, k, now));
                         st.conns_opened += 1;
@@ -423,3 +436,6 @@ impl Gateway {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,403 @@
+//! How a scenario's TCP options map onto Linux: per socket (`TCP_CONGESTION`,
+//! `TCP_MAXSEG`, `TCP_WINDOW_CLAMP`), per route (`initcwnd`, `initrwnd`, `quickack`) and
+//! per namespace (`tcp_sack`, `tcp_timestamps`, `tcp_rto_min_us`, `tcp_rto_max_ms`,
+//! buffer limits) — one namespace per node, so a per-namespace setting must agree for
+//! every flow of that node. What Linux cannot express is listed in
+//! [`Mapping::unmapped`] (reported in the result), or refused when the run would not mean
+//! what the scenario says (tahoe, a tcp-gateway node, an ATM switch or link, an
+//! unavailable congestion control). See docs/emulation.md.
+
+use longpipe_core::l2::Layer2Config;
+use longpipe_core::net::packet::node_addr;
+use longpipe_core::scenario::{NodeKind, ScenarioError, ValidScenario};
+use longpipe_core::tcp::config::TcpKind;
+use longpipe_core::time::SimDuration;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One flow as Linux runs it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlowMap {
+    pub id: usize,
+    pub src: usize,
+    pub dst: usize,
+    /// The kernel congestion control (`TCP_CONGESTION`).
+    pub cc: String,
+    pub mss: u32,
+    pub rwnd: u64,
+    pub app_bytes: Option<u64>,
+    pub start_ns: u64,
+    pub src_addr: [u8; 4],
+    pub dst_addr: [u8; 4],
+    pub sport: u16,
+    pub dport: u16,
+}
+
+/// Everything the set-up applies.
+#[derive(Debug, Clone, Default)]
+pub struct Mapping {
+    pub flows: Vec<FlowMap>,
+    /// Per node: (path under /proc/sys/net, value).
+    pub sysctls: Vec<Vec<(String, String)>>,
+    /// (node, destination node) -> extra `ip route` attributes.
+    pub routes: BTreeMap<(usize, usize), Vec<String>>,
+    /// Scenario settings Linux cannot express, one line each.
+    pub unmapped: Vec<String>,
+    /// The MTU of every TUN device.
+    pub mtu: u32,
+}
+
+/// A flow's ports: (sender's, receiver's), as the simulator numbers them.
+pub fn ports(flow: usize) -> (u16, u16) {
+    (
+        49_152 + (flow % 16_384) as u16,
+        5001 + (flow / 16_384) as u16,
+    )
+}
+
+/// The kernel's congestion control for a scenario's `tcp`; Err = the message.
+pub fn kernel_cc(kind: TcpKind, available: &[String]) -> Result<String, String> {
+    let want = match kind {
+        TcpKind::Reno | TcpKind::Newreno => "reno",
+        TcpKind::Hybla => "hybla",
+        TcpKind::Tahoe => {
+            return Err("\"tahoe\" has no Linux counterpart (Linux's \"reno\" recovers as \
+                        NewReno); use reno or newreno, or choose a kernel congestion control with --cc"
+                .into())
+        }
+    };
+    if available.iter().any(|a| a == want) {
+        Ok(want.into())
+    } else {
+        Err(format!(
+            "this kernel has no {want:?} congestion control (available: {}); choose one with --cc",
+            available.join(", ")
+        ))
+    }
+}
+
+/// The congestion controls this kernel offers.
+pub fn available_ccs() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn err<T>(path: String, msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError {
+        path,
+        msg: msg.into(),
+    })
+}
+
+/// Maps the scenario onto Linux. `cc` overrides every flow's congestion control.
+pub fn map(
+    sc: &ValidScenario,
+    cc: Option<&str>,
+    available: &[String],
+) -> Result<Mapping, ScenarioError> {
+    for (i, n) in sc.nodes.iter().enumerate() {
+        if n.kind == NodeKind::TcpGateway {
+            return err(
+                format!("node[{i}].kind"),
+                "a tcp-gateway node is simulated only: longpipe emu runs hosts and routers",
+            );
+        }
+        if n.kind == NodeKind::AtmSwitch {
+            return err(
+                format!("node[{i}].kind"),
+                "an atm-switch node is simulated only: longpipe emu runs hosts and routers",
+            );
+        }
+    }
+    for (i, l) in sc.links.iter().enumerate() {
+        for (k, d) in l.dirs.iter().enumerate() {
+            if matches!(d.layer2, Some(Layer2Config::Atm(_))) {
+                return err(
+                    format!("link[{i}].layer2{}", if k == 0 { "" } else { "_ba" }),
+                    "an ATM link (cells) is simulated only: longpipe emu carries packets",
+                );
+            }
+        }
+    }
+    if let Some(c) = cc {
+        if !available.iter().any(|a| a == c) {
+            return err(
+                "--cc".into(),
+                format!(
+                    "this kernel has no {c:?} congestion control (available: {})",
+                    available.join(", ")
+                ),
+            );
+        }
+    }
+    let n = sc.nodes.len();
+    let mut m = Mapping {
+        sysctls: vec![Vec::new(); n],
+        mtu: 1500,
+        ..Default::default()
+    };
+    let mut note = |s: String| {
+        if !m.unmapped.contains(&s) {
+            m.unmapped.push(s);
+        }
+    };
+    // Per node: SACK wanted, min RTO (sender side), largest buffer.
+    let mut sack = vec![false; n];
+    let mut rto_min: Vec<Option<(SimDuration, usize)>> = vec![None; n];
+    let mut rto_max: Vec<Option<(SimDuration, usize)>> = vec![None; n];
+    let mut buf = vec![4u64 << 20; n];
+    let mut flows = Vec::new();
+    let mut routes: BTreeMap<(usize, usize), Vec<String>> = BTreeMap::new();
+    let mut iw_of: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
+    for f in &sc.flows {
+        let p = format!("flow[{}]", f.spec_index);
+        let t = &f.tcp;
+        let kcc = match cc {
+            Some(c) => c.to_string(),
+            None => kernel_cc(t.tcp, available).or_else(|e| err(format!("{p}.tcp"), e))?,
+        };
+        let mss = t.sender.mss;
+        m.mtu = m.mtu.max(mss + 40);
+        if t.sender.sack_permitted {
+            sack[f.src] = true;
+            sack[f.dst] = true;
+        }
+        for (slot, v, what) in [
+            (&mut rto_min[f.src], t.sender.min_rto, "min_rto"),
+            (&mut rto_max[f.src], t.sender.max_rto, "max_rto"),
+        ] {
+            match slot {
+                Some((o, j)) if *o != v => {
+                    return err(
+                        format!("{p}.{what}"),
+                        format!(
+                            "differs from flow {j}'s on node {:?}; Linux sets it per host \
+                             (one namespace per node)",
+                            sc.nodes[f.src].name
+                        ),
+                    )
+                }
+                _ => *slot = Some((v, f.id)),
+            }
+        }
+        buf[f.src] = buf[f.src].max(4 * t.receiver.buffer);
+        buf[f.dst] = buf[f.dst].max(4 * t.receiver.buffer);
+        // Initial window: per route from the sender to the receiver.
+        let iw = t.sender.iw_bytes.div_ceil(mss as u64);
+        match iw_of.get(&(f.src, f.dst)) {
+            Some(&(o, j)) if o != iw => {
+                return err(
+                    format!("{p}.iw"),
+                    format!(
+                        "differs from flow {j}'s between the same nodes; Linux sets it per route"
+                    ),
+                )
+            }
+            Some(_) => {}
+            None => {
+                iw_of.insert((f.src, f.dst), (iw, f.id));
+                routes
+                    .entry((f.src, f.dst))
+                    .or_default()
+                    .push(format!("initcwnd {iw}"));
+            }
+        }
+        // The receiver advertises its whole buffer from the start, as in the simulator.
+        let rw = t.receiver.buffer.div_ceil(mss as u64).max(1);
+        let r = routes.entry((f.dst, f.src)).or_default();
+        let initrwnd = format!("initrwnd {rw}");
+        if !r.iter().any(|x| x.starts_with("initrwnd")) {
+            r.push(initrwnd);
+        }
+        if !t.receiver.delayed_ack && !r.iter().any(|x| x == "quickack 1") {
+            r.push("quickack 1".into());
+        }
+        if t.receiver.delayed_ack && t.receiver.delayed_ack_timeout != SimDuration::from_millis(200)
+        {
+            note(format!(
+                "{p}.delayed_ack_timeout: Linux's delayed-ACK timer adapts between 40 and 200 ms"
+            ));
+        }
+        if t.sender.initial_rto != SimDuration::from_secs(1) {
+            note(format!("{p}.initial_rto: Linux's initial RTO is 1 s"));
+        }
+        if t.sender.initial_ssthresh.is_some() {
+            note(format!(
+                "{p}.ssthresh: Linux starts with an unlimited ssthresh (or a cached one)"
+            ));
+        }
+        if t.sender.limited_transmit {
+            note(format!("{p}.limited_transmit: Linux has no switch for it"));
+        }
+        let (sport, dport) = ports(f.id);
+        flows.push(FlowMap {
+            id: f.id,
+            src: f.src,
+            dst: f.dst,
+            cc: kcc,
+            mss,
+            rwnd: t.receiver.buffer,
+            app_bytes: t.sender.app_bytes,
+            start_ns: t.start.0,
+            src_addr: node_addr(f.src),
+            dst_addr: node_addr(f.dst),
+            sport,
+            dport,
+        });
+    }
+    // SACK is per host: a flow without it must have at least one end without it.
+    for f in &sc.flows {
+        if !f.tcp.sender.sack_permitted && sack[f.src] && sack[f.dst] {
+            return err(
+                format!("flow[{}].sack", f.spec_index),
+                "false, but other flows need SACK on both its nodes; Linux sets SACK per host \
+                 (one namespace per node)",
+            );
+        }
+    }
+    for u in 0..n {
+        let s = &mut m.sysctls[u];
+        s.push(("ipv4/ip_forward".into(), "1".into()));
+        s.push(("ipv4/tcp_sack".into(), (sack[u] as u8).to_string()));
+        // The simulator's segments carry no timestamps: its MSS is all payload.
+        s.push(("ipv4/tcp_timestamps".into(), "0".into()));
+        s.push(("ipv4/tcp_no_metrics_save".into(), "1".into()));
+        let b = buf[u];
+        s.push(("ipv4/tcp_rmem".into(), format!("4096 131072 {b}")));
+        s.push(("ipv4/tcp_wmem".into(), format!("4096 16384 {b}")));
+        if let Some((v, _)) = rto_min[u] {
+            s.push((
+                "ipv4/tcp_rto_min_us".into(),
+                (v.as_nanos() / 1000).clamp(1, i32::MAX as u64).to_string(),
+            ));
+        }
+        if let Some((v, j)) = rto_max[u] {
+            let ms = v.as_nanos() / 1_000_000;
+            if (1000..=120_000).contains(&ms) {
+                s.push(("ipv4/tcp_rto_max_ms".into(), ms.to_string()));
+            } else {
+                note(format!(
+                    "flow {j} max_rto: Linux allows 1 s to 120 s, keeps its default"
+                ));
+            }
+        }
+    }
+    m.flows = flows;
+    m.routes = routes;
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use longpipe_core::scenario::parse_json;
+
+    fn sc(flows: &str) -> ValidScenario {
+        parse_json(&format!(
+            r#"{{"duration":"5s","link":[{{"a":"s","b":"r","rate":"10Mbps","delay":"5ms"}},{{"a":"r","b":"c","rate":"1Mbps","delay":"50ms"}}],"flow":[{flows}]}}"#
+        ))
+        .unwrap()
+        .validate()
+        .unwrap()
+    }
+
+    fn avail() -> Vec<String> {
+        vec!["reno".into(), "cubic".into(), "bbr".into()]
+    }
+
+    #[test]
+    fn options_become_sockets_routes_and_sysctls() {
+        let v = sc(
+            r#"{"src":"s","dst":"c","tcp":"newreno","mss":1000,"rwnd":"256KB","iw":4,"sack":true,"delayed_ack":false,"min_rto":"200ms","app":{"bytes":"1MB"},"start":"1s"}"#,
+        );
+        let m = map(&v, None, &avail()).unwrap();
+        let f = &m.flows[0];
+        assert_eq!((f.cc.as_str(), f.mss, f.rwnd), ("reno", 1000, 256_000));
+        assert_eq!((f.app_bytes, f.start_ns), (Some(1_000_000), 1_000_000_000));
+        assert_eq!((f.src_addr, f.dst_addr), ([10, 0, 0, 1], [10, 0, 0, 3]));
+        assert_eq!((f.sport, f.dport), (49152, 5001));
+        assert_eq!(m.routes[&(0, 2)], ["initcwnd 4"]);
+        assert_eq!(m.routes[&(2, 0)], ["initrwnd 256", "quickack 1"]);
+        let get = |u: usize, k: &str| m.sysctls[u].iter().find(|x| x.0 == k).map(|x| x.1.clone());
+        assert_eq!(get(0, "ipv4/tcp_sack").unwrap(), "1");
+        assert_eq!(
+            get(1, "ipv4/tcp_sack").unwrap(),
+            "0",
+            "the router has no flow"
+        );
+        assert_eq!(get(0, "ipv4/tcp_rto_min_us").unwrap(), "200000");
+        assert_eq!(get(0, "ipv4/tcp_rto_max_ms").unwrap(), "60000");
+        assert_eq!(get(2, "ipv4/tcp_timestamps").unwrap(), "0");
+        assert!(m.unmapped.is_empty(), "{:?}", m.unmapped);
+        assert_eq!(m.mtu, 1500);
+    }
+
+    #[test]
+    fn what_linux_cannot_do_is_refused_or_listed() {
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","tcp":"tahoe"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "flow[0].tcp");
+        assert!(e.msg.contains("tahoe"), "{e}");
+        // tahoe is fine with an explicit kernel congestion control
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","tcp":"tahoe"}"#),
+            Some("cubic"),
+            &avail(),
+        )
+        .unwrap();
+        assert_eq!(m.flows[0].cc, "cubic");
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","tcp":"hybla"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert!(e.msg.contains("available: reno, cubic, bbr"), "{e}");
+        let e = map(&sc(r#"{"src":"s","dst":"c"}"#), Some("vegas"), &avail()).unwrap_err();
+        assert_eq!(e.path, "--cc");
+        // per-host settings that disagree
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","min_rto":"1s"},{"src":"s","dst":"r","min_rto":"200ms"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "flow[1].min_rto");
+        let e = map(
+            &sc(r#"{"src":"s","dst":"c","sack":true},{"src":"s","dst":"c","sack":false}"#),
+            None,
+            &avail(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "flow[1].sack");
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","initial_rto":"3s","ssthresh":10,"mss":8960}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        assert_eq!(m.unmapped.len(), 2, "{:?}", m.unmapped);
+        assert_eq!(m.mtu, 9000);
+        let g = parse_json(r#"{"duration":"5s","node":[{"name":"g","kind":"tcp-gateway"}],"link":[{"a":"s","b":"g","rate":"1Mbps","delay":"1ms"},{"a":"g","b":"c","rate":"1Mbps","delay":"100ms"}]}"#)
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(map(&g, None, &avail()).unwrap_err().path, "node[0].kind");
+        // cell-level ATM is simulated only: switches and links alike
+        let atm = |node: &str| {
+            parse_json(&format!(r#"{{"duration":"5s","node":[{node}],"link":[{{"a":"s","b":"x","rate":"1Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}},{{"a":"x","b":"c","rate":"1Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}}]}}"#))
+                .unwrap()
+                .validate()
+                .unwrap()
+        };
+        let e = map(&atm(r#"{"name":"x","kind":"atm-switch"}"#), None, &avail()).unwrap_err();
+        assert_eq!(e.path, "node[0].kind");
+        let e = map(&atm(r#"{"name":"x","kind":"router"}"#), None, &avail()).unwrap_err();
+        assert_eq!(e.path, "link[0].layer2");
+    }
+}

@@ -1,0 +1,660 @@
+//! `longpipe-emu`: the live emulator's binary (the `longpipe emu` command runs it).
+//!
+//! ```text
+//! longpipe-emu run --scenario FILE.json [--source NAME] [--seed N] [--cc NAME]
+//!                  [--pcap A-B=PATH]... [--result PATH] [--user USER]
+//!                  (--flows | [--node NODE] [--spawn NODE=CMD]... -- CMD [ARGS...])
+//! longpipe-emu cleanup
+//! longpipe-emu selftest [--quick]
+//! ```
+//!
+//! Processes: this one, as root, sets up (namespaces, TUN devices, routes, the flows'
+//! sockets, capture files), then starts the *ferry* (this binary again, `__ferry`, as an
+//! unprivileged user, inheriting the descriptors it needs) and, with `-- CMD`, the
+//! command in the client's namespace as that user. It waits, and tears everything down
+//! at the end, on Ctrl-C or SIGTERM, and on a panic. Exit status: 0 (or the command's
+//! status), 2 bad input or an unusable environment (one line on stderr), 1 internal
+//! error, 130 interrupted.
+
+use longpipe_core::scenario::{parse_json, ValidScenario};
+use longpipe_emu::ferry::{Ferry, MonoClock, Net};
+use longpipe_emu::flows::{self, FlowSockets};
+use longpipe_emu::linux::{self, FlowMap};
+use longpipe_emu::netns::{self, Setup};
+use longpipe_emu::tun::TunIo;
+use longpipe_emu::{report, selftest, sys};
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// SCHED_FIFO priority of the ferry thread.
+const RT_PRIO: i32 = 10;
+
+const USAGE: &str = "usage: longpipe-emu run --scenario FILE.json [--source NAME] [--seed N] [--cc NAME] \
+[--pcap A-B=PATH]... [--result PATH] [--user USER] (--flows | [--node NODE] [--spawn NODE=CMD]... -- CMD [ARGS...])
+       longpipe-emu cleanup
+       longpipe-emu selftest [--quick]";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("run") => match parse_run(&args[1..]) {
+            Ok(a) => cmd_run(a),
+            Err(e) => bad(e),
+        },
+        Some("cleanup") => {
+            if let Err(e) = netns::preflight() {
+                bad(e)
+            } else {
+                let r = netns::cleanup_stale();
+                if r.is_empty() {
+                    println!("nothing to clean up");
+                }
+                for n in r {
+                    println!("removed network namespace {n}");
+                }
+                0
+            }
+        }
+        Some("selftest") => selftest::main(&args[1..]),
+        Some("__ferry") => ferry_main(),
+        Some("--help" | "-h") => {
+            println!("{USAGE}");
+            0
+        }
+        _ => bad(format!("expected a command\n{USAGE}")),
+    };
+    std::process::exit(code);
+}
+
+fn bad(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {msg}");
+    2
+}
+
+struct RunArgs {
+    scenario: PathBuf,
+    source: String,
+    seed: Option<u64>,
+    cc: Option<String>,
+    flows: bool,
+    pcaps: Vec<(String, PathBuf)>,
+    result: Option<PathBuf>,
+    user: Option<String>,
+    node: Option<String>,
+    spawns: Vec<(String, String)>,
+    cmd: Vec<String>,
+}
+
+fn parse_run(a: &[String]) -> Result<RunArgs, String> {
+    let mut r = RunArgs {
+        scenario: PathBuf::new(),
+        source: String::new(),
+        seed: None,
+        cc: None,
+        flows: false,
+        pcaps: vec![],
+        result: None,
+        user: None,
+        node: None,
+        spawns: vec![],
+        cmd: vec![],
+    };
+    let mut i = 0;
+    let val = |i: &mut usize, what: &str| -> Result<String, String> {
+        *i += 1;
+        a.get(*i)
+            .cloned()
+            .ok_or_else(|| format!("{what}: expected a value"))
+    };
+    while i < a.len() {
+        match a[i].as_str() {
+            "--scenario" => r.scenario = val(&mut i, "--scenario")?.into(),
+            "--source" => r.source = val(&mut i, "--source")?,
+            "--seed" => {
+                let v = val(&mut i, "--seed")?;
+                r.seed = Some(v.parse().map_err(|_| {
+                    format!("--seed: expected an integer from 0 to 2^64-1, got {v:?}")
+                })?)
+            }
+            "--cc" => r.cc = Some(val(&mut i, "--cc")?),
+            "--flows" => r.flows = true,
+            "--pcap" => {
+                let v = val(&mut i, "--pcap")?;
+                let (s, p) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("--pcap {v:?}: expected A-B=PATH"))?;
+                r.pcaps.push((s.to_string(), p.into()));
+            }
+            "--result" => r.result = Some(val(&mut i, "--result")?.into()),
+            "--user" => r.user = Some(val(&mut i, "--user")?),
+            "--node" => r.node = Some(val(&mut i, "--node")?),
+            "--spawn" => {
+                let v = val(&mut i, "--spawn")?;
+                let (n, c) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("--spawn {v:?}: expected NODE=COMMAND"))?;
+                r.spawns.push((n.to_string(), c.to_string()));
+            }
+            "--" => {
+                r.cmd = a[i + 1..].to_vec();
+                break;
+            }
+            x => return Err(format!("unknown option {x:?}\n{USAGE}")),
+        }
+        i += 1;
+    }
+    if r.scenario.as_os_str().is_empty() {
+        return Err("run: --scenario is required".into());
+    }
+    if r.source.is_empty() {
+        r.source = r.scenario.display().to_string();
+    }
+    if r.flows != r.cmd.is_empty() {
+        return Err("run: give either --flows or -- COMMAND".into());
+    }
+    if r.flows && (r.node.is_some() || !r.spawns.is_empty()) {
+        return Err("run: --node and --spawn go with -- COMMAND, not --flows".into());
+    }
+    Ok(r)
+}
+
+/// What the parent hands the ferry process (one JSON line on its stdin).
+#[derive(Serialize, Deserialize)]
+struct Plan {
+    scenario: String,
+    seed: u64,
+    flows: bool,
+    mtu: u32,
+    /// TUN descriptor of each port.
+    tuns: Vec<i32>,
+    /// (port, descriptor of its capture file)
+    pcaps: Vec<(usize, i32)>,
+    /// (sender, listener) descriptors of each flow
+    socks: Vec<(i32, i32)>,
+    mapping: Vec<FlowMap>,
+    unmapped: Vec<String>,
+}
+
+/// The port of "A-B": node A's end of link A-B.
+fn capture_port(sc: &ValidScenario, spec: &str) -> Option<usize> {
+    for (i, _) in spec.match_indices('-') {
+        let (a, b) = (&spec[..i], &spec[i + 1..]);
+        if let (Some(na), Some(nb)) = (sc.node_index(a), sc.node_index(b)) {
+            for (li, l) in sc.links.iter().enumerate() {
+                if (l.a, l.b) == (na, nb) {
+                    return Some(2 * li);
+                }
+                if (l.a, l.b) == (nb, na) {
+                    return Some(2 * li + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The user the ferry and the command run as: --user, the user behind sudo, or nobody.
+fn target_user(arg: Option<&str>) -> Result<(u32, u32), String> {
+    if let Some(u) = arg {
+        return sys::lookup_user(u).ok_or_else(|| format!("--user: no user {u:?}"));
+    }
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    if let (Some(u), Some(g)) = (env("SUDO_UID"), env("SUDO_GID")) {
+        return Ok((u, g));
+    }
+    Ok(sys::lookup_user("nobody").unwrap_or((65_534, 65_534)))
+}
+
+fn node_env(sc: &ValidScenario) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    let mut all = Vec::new();
+    for (i, n) in sc.nodes.iter().enumerate() {
+        let a = longpipe_core::net::packet::node_addr(i);
+        let ip = format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]);
+        let key: String = n
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        v.push((format!("LONGPIPE_NODE_{key}"), ip.clone()));
+        all.push(format!("{}={ip}", n.name));
+    }
+    v.push(("LONGPIPE_NODES".into(), all.join(",")));
+    v
+}
+
+fn stop_child(c: &mut Child) {
+    let _ = sys::kill(c.id() as i32, libc::SIGTERM);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) {
+        if matches!(c.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+fn cmd_run(a: RunArgs) -> i32 {
+    let src = &a.source;
+    let text = match fs::read_to_string(&a.scenario) {
+        Ok(t) => t,
+        Err(e) => return bad(format!("{src}: (file): cannot read: {e}")),
+    };
+    let sc = match parse_json(&text).and_then(|s| s.validate()) {
+        Ok(s) => s,
+        Err(e) => return bad(format!("{src}: {e}")),
+    };
+    let seed = a.seed.unwrap_or(sc.seed);
+    let m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
+        Ok(m) => m,
+        Err(e) => return bad(format!("{src}: {e}")),
+    };
+    let mut cap_ports = Vec::new();
+    for (spec, path) in &a.pcaps {
+        match capture_port(&sc, spec) {
+            Some(p) => cap_ports.push((p, path.clone())),
+            None => {
+                return bad(format!(
+                    "--pcap {spec:?} names no link: expected \"A-B\" where A and B are the two nodes of a link"
+                ))
+            }
+        }
+    }
+    let client = if a.flows {
+        None
+    } else {
+        let n = a
+            .node
+            .clone()
+            .or_else(|| sc.node_index("client").map(|_| "client".to_string()))
+            .or_else(|| sc.flows.first().map(|f| sc.nodes[f.dst].name.clone()));
+        match n.as_deref().map(|n| (n, sc.node_index(n))) {
+            Some((_, Some(i))) => Some(i),
+            Some((n, None)) => return bad(format!("--node: no node {n:?} in {src}")),
+            None => return bad("name the node to run the command in with --node"),
+        }
+    };
+    let mut spawn_nodes = Vec::new();
+    for (n, c) in &a.spawns {
+        match sc.node_index(n) {
+            Some(i) => spawn_nodes.push((i, c.clone())),
+            None => return bad(format!("--spawn: no node {n:?} in {src}")),
+        }
+    }
+    if let Err(e) = netns::preflight() {
+        return bad(e);
+    }
+    let (uid, gid) = match target_user(a.user.as_deref()) {
+        Ok(x) => x,
+        Err(e) => return bad(e),
+    };
+    if let Err(e) = sys::catch_signals() {
+        eprintln!("error: cannot install signal handlers: {e}");
+        return 1;
+    }
+    let mut setup = match Setup::create(&sc, &m) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot set up the emulation: {e}");
+            return 1;
+        }
+    };
+    match run_emulation(
+        &a,
+        &sc,
+        seed,
+        &m,
+        &mut setup,
+        cap_ports,
+        client,
+        spawn_nodes,
+        uid,
+        gid,
+    ) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+    // `setup` drops here: namespaces, devices and the record go.
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_emulation(
+    a: &RunArgs,
+    sc: &ValidScenario,
+    seed: u64,
+    m: &linux::Mapping,
+    setup: &mut Setup,
+    cap_ports: Vec<(usize, PathBuf)>,
+    client: Option<usize>,
+    spawn_nodes: Vec<(usize, String)>,
+    uid: u32,
+    gid: u32,
+) -> io::Result<i32> {
+    let mut socks: Vec<FlowSockets> = Vec::new();
+    if a.flows {
+        for f in &m.flows {
+            socks.push(flows::make_sockets(f, &|u| setup.enter(u), &|| {
+                setup.leave()
+            })?);
+        }
+    }
+    let mut pcap_files: Vec<(usize, OwnedFd)> = Vec::new();
+    for (p, path) in &cap_ports {
+        let f = File::create(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        pcap_files.push((*p, f.into()));
+    }
+    let plan = Plan {
+        scenario: serde_json::to_string(&parse_json_value(&a.scenario)?)?,
+        seed,
+        flows: a.flows,
+        mtu: m.mtu,
+        tuns: setup.tuns.iter().map(|t| t.as_raw_fd()).collect(),
+        pcaps: pcap_files
+            .iter()
+            .map(|(p, f)| (*p, f.as_raw_fd()))
+            .collect(),
+        socks: socks
+            .iter()
+            .map(|s| (s.send.as_raw_fd(), s.listen.as_raw_fd()))
+            .collect(),
+        mapping: m.flows.clone(),
+        unmapped: m.unmapped.clone(),
+    };
+    // Only the ferry inherits these descriptors: close-on-exec is lifted just for its
+    // start (this process has no other thread that could start a program meanwhile).
+    let passed: Vec<&OwnedFd> = setup
+        .tuns
+        .iter()
+        .chain(pcap_files.iter().map(|(_, f)| f))
+        .chain(socks.iter().flat_map(|s| [&s.send, &s.listen]))
+        .collect();
+    for fd in &passed {
+        sys::set_cloexec(*fd, false)?;
+    }
+    let spawned = Command::new(std::env::current_exe()?)
+        .arg("__ferry")
+        .uid(uid)
+        .gid(gid)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    for fd in &passed {
+        sys::set_cloexec(*fd, true)?;
+    }
+    let mut ferry = spawned?;
+    // The descriptors now live in the ferry; ours can go.
+    drop(socks);
+    drop(pcap_files);
+    let mut ctl = ferry.stdin.take().expect("piped");
+    ctl.write_all(serde_json::to_string(&plan)?.as_bytes())?;
+    ctl.write_all(b"\n")?;
+    ctl.flush()?;
+    let out = ferry.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let ready = rx.recv_timeout(Duration::from_secs(30));
+    if ready.as_deref() != Ok("ready") {
+        stop_child(&mut ferry);
+        return Err(io::Error::other("the ferry process did not start"));
+    }
+    // Real-time scheduling for the ferry's thread (its main thread): wake-ups on time
+    // on a busy machine. It sleeps in ppoll between packets, and the kernel's RT
+    // throttling keeps 5 % of each second for others even if it were saturated.
+    let rt = sys::set_fifo(ferry.id() as i32, RT_PRIO).is_ok();
+    ctl.write_all(if rt { b"R" } else { b"N" })?;
+    ctl.flush()?;
+    let mut code = 0;
+    let mut interrupted = false;
+    if let Some(cn) = client {
+        let env = node_env(sc);
+        let mut spawned = Vec::new();
+        for (n, c) in &spawn_nodes {
+            setup.enter(*n)?;
+            let s = Command::new("sh")
+                .arg("-c")
+                .arg(c)
+                .uid(uid)
+                .gid(gid)
+                .envs(env.iter().cloned())
+                .stdin(Stdio::null())
+                .spawn();
+            setup.leave()?;
+            spawned.push(s?);
+        }
+        setup.enter(cn)?;
+        let cmd = Command::new(&a.cmd[0])
+            .args(&a.cmd[1..])
+            .uid(uid)
+            .gid(gid)
+            .envs(env.iter().cloned())
+            .spawn();
+        setup.leave()?;
+        let mut cmd = match cmd {
+            Ok(c) => c,
+            Err(e) => {
+                for s in &mut spawned {
+                    stop_child(s);
+                }
+                drop(ctl);
+                stop_child(&mut ferry);
+                eprintln!("error: cannot run {:?}: {e}", a.cmd[0]);
+                return Ok(127);
+            }
+        };
+        // Ctrl-C goes to the command (it is in our process group); SIGTERM and SIGHUP
+        // to us are passed on to it.
+        let status = loop {
+            if let Some(st) = cmd.try_wait()? {
+                break st;
+            }
+            let sig = sys::SIGNALLED.swap(0, Ordering::SeqCst);
+            if sig == libc::SIGTERM || sig == libc::SIGHUP {
+                let _ = sys::kill(cmd.id() as i32, libc::SIGTERM);
+            }
+            if let Some(st) = ferry.try_wait()? {
+                let _ = sys::kill(cmd.id() as i32, libc::SIGTERM);
+                let _ = cmd.wait();
+                return Err(io::Error::other(format!(
+                    "the ferry process ended early ({st})"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        code = status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        for s in &mut spawned {
+            stop_child(s);
+        }
+        drop(ctl); // end of file: the ferry stops and reports
+    } else {
+        loop {
+            if ferry.try_wait()?.is_some() {
+                break;
+            }
+            let sig = sys::SIGNALLED.swap(0, Ordering::SeqCst);
+            if sig != 0 {
+                interrupted = true;
+                let _ = sys::kill(ferry.id() as i32, libc::SIGTERM);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(ctl);
+    }
+    let result = rx.recv_timeout(Duration::from_secs(30));
+    let st = ferry.wait()?;
+    let Ok(result) = result else {
+        return Err(io::Error::other(format!(
+            "the ferry process gave no result ({st})"
+        )));
+    };
+    let v: serde_json::Value = serde_json::from_str(&result)?;
+    if v.get("interrupted").and_then(|x| x.as_bool()) == Some(true) {
+        interrupted = true;
+    }
+    match &a.result {
+        Some(p) => fs::write(p, result + "\n")
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?,
+        None => println!("{result}"),
+    }
+    if interrupted && a.flows {
+        eprintln!("interrupted");
+        code = 130;
+    }
+    Ok(code)
+}
+
+fn parse_json_value(p: &PathBuf) -> io::Result<serde_json::Value> {
+    Ok(serde_json::from_str(&fs::read_to_string(p)?)?)
+}
+
+/// The unprivileged ferry process.
+fn ferry_main() -> i32 {
+    match ferry_inner() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: ferry: {e}");
+            1
+        }
+    }
+}
+
+fn ferry_inner() -> io::Result<()> {
+    // One line of plan; stdin then stays open as the stop channel.
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    let mut stdin = io::stdin().lock();
+    while stdin.read(&mut b)? == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    let plan: Plan = serde_json::from_slice(&line)?;
+    sys::catch_signals()?;
+    if !plan.flows {
+        // Ctrl-C is for the command; the parent says when to stop.
+        sys::ignore_signal(libc::SIGINT)?;
+    }
+    sys::set_timer_slack(1)?;
+    let sc = parse_json(&plan.scenario)
+        .and_then(|s| s.validate())
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let mut ferry = Ferry::new(Net::new(&sc, plan.seed), plan.mtu as usize);
+    for &(p, _) in &plan.pcaps {
+        ferry.capture(p);
+    }
+    let tuns = plan
+        .tuns
+        .iter()
+        .map(|&fd| sys::own_inherited(fd))
+        .collect::<io::Result<Vec<_>>>()?;
+    let mut io = TunIo::new(tuns, Some(sys::own_inherited(0)?))?;
+    let socks = plan
+        .socks
+        .iter()
+        .map(|&(s, l)| {
+            Ok(FlowSockets {
+                send: sys::own_inherited(s)?,
+                listen: sys::own_inherited(l)?,
+            })
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    let t0 = Instant::now();
+    let clock = MonoClock(t0);
+    let (warmup, until) = if plan.flows {
+        (sc.warmup.0, Some(sc.duration.0))
+    } else {
+        (0, None)
+    };
+    let running = plan.flows.then(|| {
+        flows::start(
+            &plan.mapping,
+            socks,
+            flows::Times {
+                t0,
+                warmup,
+                end: sc.duration.0,
+            },
+        )
+    });
+    // The parent now raises this (main, ferry) thread to SCHED_FIFO; the flow threads,
+    // already started, keep the normal policy.
+    println!("ready");
+    io::stdout().flush()?;
+    let mut ack = [0u8; 1];
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        match stdin.read(&mut ack) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let realtime = ack[0] == b'R';
+    let end = ferry.run(&mut io, &clock, warmup, until)?;
+    let outcomes = running.map(|r| r.finish()).unwrap_or_default();
+    let dirs = ferry.measured(end);
+    let flows: Vec<_> = (0..outcomes.len())
+        .map(|i| flows::flow_result(&sc, i, &outcomes[i], warmup, end))
+        .collect();
+    let res = report::result(&sc, plan.seed, end, &dirs, flows, ferry.net.d.events());
+    let mut v = serde_json::to_value(&res)?;
+    let st = &ferry.stats;
+    let us = |x: Option<u64>| x.map(|n| n as f64 / 1000.0);
+    let errors: Vec<String> = outcomes.iter().flat_map(|o| o.errors.clone()).collect();
+    v["emu"] = serde_json::json!({
+        "kernel": fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
+        "linux_cc": plan.mapping.iter().map(|f| f.cc.clone()).collect::<Vec<_>>(),
+        "unmapped": plan.unmapped,
+        "realtime": realtime,
+        "ferry": {
+            "packets_read": st.read,
+            "packets_written": st.written,
+            "send_errors": st.send_errors,
+            "late_p50_us": us(st.late.quantile_ns(0.5)),
+            "late_p99_us": us(st.late.quantile_ns(0.99)),
+            "late_max_us": st.late.max_ns as f64 / 1000.0,
+            "wakeups": st.wakeups,
+            "buffers_allocated": ferry.pool.allocated,
+        },
+        "errors": errors,
+    });
+    v["interrupted"] = serde_json::json!(plan.flows && end < sc.duration.0);
+    for &(p, fd) in &plan.pcaps {
+        let mut f = File::from(sys::own_inherited(fd)?);
+        if let Some(c) = &ferry.caps[p] {
+            f.write_all(c.as_bytes())?;
+        }
+    }
+    println!("{}", serde_json::to_string(&v)?);
+    io::stdout().flush()?;
+    Ok(())
+}

@@ -1,0 +1,372 @@
+//! Set-up and teardown: one named network namespace per node of the scenario, one TUN
+//! device per link end inside its node's namespace, addresses and routes as the
+//! simulator assigns them, per-namespace TCP settings.
+//!
+//! Tools: namespaces and addresses with `ip` from iproute2 (`ip netns add`, then one
+//! `ip -n NS -batch -` per namespace): the commands a user would type to inspect the
+//! same namespaces (`ip netns exec lpemu-... tcpdump -i lpl1`), and no netlink code of
+//! our own. The TUN devices are opened by this process inside each namespace
+//! (`setns`, then `TUNSETIFF`), so they live exactly as long as the ferry holds them.
+//! Sysctls are written through `/proc/sys/net` while this thread is in the namespace.
+//!
+//! Marking and recovery: every namespace is named `lpemu-RUN-INDEX-NODE` (RUN: 6 random
+//! hex digits), and before any is made, a record `/run/longpipe-emu/RUN.json` lists
+//! them with this process's pid and start time. Teardown (on exit, on Ctrl-C through the
+//! signal flags, on a panic through `Drop`) stops the processes left inside them and
+//! deletes them; after a crash (SIGKILL), [`cleanup_stale`] — run by `longpipe emu
+//! cleanup` and at the start of every run — does the same for every record whose
+//! process is gone. Nothing without a record, and nothing of a live run, is touched.
+
+use crate::linux::Mapping;
+use crate::sys;
+use longpipe_core::net::packet::node_addr;
+use longpipe_core::net::routing::Routes;
+use longpipe_core::scenario::ValidScenario;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub const PREFIX: &str = "lpemu-";
+
+/// Where run records are kept (a tmpfs: gone after a reboot, as are namespaces).
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("LONGPIPE_EMU_STATE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/longpipe-emu"))
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+struct Record {
+    pid: u32,
+    /// Field 22 of /proc/PID/stat (start time in clock ticks): tells a reused pid.
+    start: u64,
+    netns: Vec<String>,
+}
+
+/// Start time of a process, if it runs.
+fn start_time(pid: u32) -> Option<u64> {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the command name (field 2) may hold spaces and parentheses: skip past its ')'
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn run_id() -> String {
+    let mut b = [0u8; 3];
+    if File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_err()
+    {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+            ^ std::process::id();
+        b.copy_from_slice(&t.to_le_bytes()[..3]);
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The namespace of node `i` named `name` in run `run`.
+pub fn ns_name(run: &str, i: usize, name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(24)
+        .collect();
+    format!("{PREFIX}{run}-{i}-{clean}")
+}
+
+/// The TUN device of link `li` inside a node's namespace.
+pub fn dev_name(li: usize) -> String {
+    format!("lpl{li}")
+}
+
+fn ip(args: &[&str], stdin: Option<&str>) -> io::Result<()> {
+    let mut c = Command::new("ip");
+    c.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut ch = c.spawn().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot run `ip` (iproute2): {e}; install it (apt-get install iproute2)"),
+        )
+    })?;
+    if let Some(s) = stdin {
+        ch.stdin.take().expect("piped").write_all(s.as_bytes())?;
+    }
+    let out = ch.wait_with_output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// Processes inside a named namespace.
+fn ns_pids(ns: &str) -> Vec<i32> {
+    Command::new("ip")
+        .args(["netns", "pids", ns])
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Kills what runs in `ns` and deletes it; true if it existed.
+fn remove_ns(ns: &str) -> bool {
+    if !ns.starts_with(PREFIX) || ns.contains('/') {
+        return false;
+    }
+    if !Path::new("/run/netns").join(ns).exists() {
+        return false;
+    }
+    for pid in ns_pids(ns) {
+        let _ = sys::kill(pid, libc::SIGKILL);
+    }
+    ip(&["netns", "delete", ns], None).is_ok()
+}
+
+/// Removes the namespaces of every run whose process is gone; returns their names.
+pub fn cleanup_stale() -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(dir) = fs::read_dir(state_dir()) else {
+        return removed;
+    };
+    for e in dir.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Ok(rec) = fs::read_to_string(&p)
+            .map_err(|_| ())
+            .and_then(|t| serde_json::from_str::<Record>(&t).map_err(|_| ()))
+        else {
+            continue;
+        };
+        if start_time(rec.pid) == Some(rec.start) {
+            continue; // a live run
+        }
+        for ns in &rec.netns {
+            if remove_ns(ns) {
+                removed.push(ns.clone());
+            }
+        }
+        let _ = fs::remove_file(&p);
+    }
+    removed
+}
+
+/// Why an emulation cannot be set up here.
+pub fn preflight() -> Result<(), String> {
+    if sys::geteuid() != 0 {
+        return Err(
+            "longpipe emu needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create \
+                    network namespaces and TUN devices: run it with sudo; the ferry and your \
+                    command then run without privileges"
+                .into(),
+        );
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err("no /dev/net/tun: this kernel or container offers no TUN devices".into());
+    }
+    if File::open("/proc/self/ns/net").is_err() {
+        return Err("network namespaces are not available here (/proc/self/ns/net)".into());
+    }
+    Ok(())
+}
+
+/// The namespaces and devices of one run.
+pub struct Setup {
+    pub run: String,
+    /// Namespace of each node.
+    pub ns: Vec<String>,
+    record: PathBuf,
+    home: File,
+    /// TUN device of each port (2 × link + side).
+    pub tuns: Vec<OwnedFd>,
+    done: bool,
+}
+
+impl Setup {
+    /// Creates everything; on any failure, removes what it made.
+    pub fn create(sc: &ValidScenario, m: &Mapping) -> io::Result<Setup> {
+        cleanup_stale();
+        let run = run_id();
+        let ns: Vec<String> = sc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| ns_name(&run, i, &n.name))
+            .collect();
+        let dir = state_dir();
+        fs::create_dir_all(&dir)?;
+        let record = dir.join(format!("{run}.json"));
+        let pid = std::process::id();
+        let rec = Record {
+            pid,
+            start: start_time(pid).unwrap_or(0),
+            netns: ns.clone(),
+        };
+        // The record first: a crash from here on leaves nothing unlisted.
+        fs::write(&record, serde_json::to_string(&rec).expect("serializes"))?;
+        let home = File::open("/proc/thread-self/ns/net")?;
+        let mut s = Setup {
+            run,
+            ns,
+            record,
+            home,
+            tuns: Vec::new(),
+            done: false,
+        };
+        s.build(sc, m)?; // Drop tears down on error
+        Ok(s)
+    }
+
+    fn build(&mut self, sc: &ValidScenario, m: &Mapping) -> io::Result<()> {
+        for n in &self.ns {
+            ip(&["netns", "add", n], None)?;
+        }
+        let pairs: Vec<(usize, usize)> = sc.links.iter().map(|l| (l.a, l.b)).collect();
+        let all: Vec<usize> = (0..sc.nodes.len()).collect();
+        let routes = Routes::compute(sc.nodes.len(), &pairs, &all);
+        let mut tuns: Vec<Option<OwnedFd>> = (0..2 * sc.links.len()).map(|_| None).collect();
+        for u in 0..sc.nodes.len() {
+            self.enter(u)?;
+            let r = (|| -> io::Result<()> {
+                let mut sysctls: Vec<(String, String)> = vec![
+                    ("ipv6/conf/all/disable_ipv6".into(), "1".into()),
+                    ("ipv6/conf/default/disable_ipv6".into(), "1".into()),
+                    ("ipv4/conf/all/rp_filter".into(), "0".into()),
+                    ("ipv4/conf/default/rp_filter".into(), "0".into()),
+                ];
+                sysctls.extend(m.sysctls[u].iter().cloned());
+                for (k, v) in &sysctls {
+                    let p = Path::new("/proc/sys/net").join(k);
+                    if !p.exists() {
+                        continue; // an older kernel: documented defaults apply
+                    }
+                    fs::write(&p, v)
+                        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+                }
+                for (li, l) in sc.links.iter().enumerate() {
+                    for (side, end) in [l.a, l.b].into_iter().enumerate() {
+                        if end == u {
+                            tuns[2 * li + side] = Some(sys::tun_open(&dev_name(li))?);
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            self.leave()?;
+            r?;
+            let a = node_addr(u);
+            let addr = format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]);
+            let mut batch = String::from("link set dev lo up\n");
+            for &(_, (li, _)) in routes.ports(u) {
+                let d = dev_name(li as usize);
+                batch += &format!("link set dev {d} mtu {} up\n", m.mtu);
+                batch += &format!("addr add {addr}/32 dev {d}\n");
+            }
+            for v in 0..sc.nodes.len() {
+                if v == u {
+                    continue;
+                }
+                let Some(k) = routes.next(u, v) else { continue };
+                let (_, (li, _)) = routes.ports(u)[k as usize];
+                let b = node_addr(v);
+                let extra = m
+                    .routes
+                    .get(&(u, v))
+                    .map(|x| x.join(" "))
+                    .unwrap_or_default();
+                batch += &format!(
+                    "route add {}.{}.{}.{}/32 dev {} src {addr} {extra}\n",
+                    b[0],
+                    b[1],
+                    b[2],
+                    b[3],
+                    dev_name(li as usize)
+                );
+            }
+            ip(&["-n", &self.ns[u], "-batch", "-"], Some(&batch))?;
+        }
+        self.tuns = tuns
+            .into_iter()
+            .map(|t| t.expect("every link end has its device"))
+            .collect();
+        Ok(())
+    }
+
+    /// Moves this thread into node `u`'s namespace.
+    pub fn enter(&self, u: usize) -> io::Result<()> {
+        let f = File::open(Path::new("/run/netns").join(&self.ns[u]))?;
+        sys::setns_net(&f)
+    }
+
+    /// Back to the namespace this process started in.
+    pub fn leave(&self) -> io::Result<()> {
+        sys::setns_net(&self.home)
+    }
+
+    /// Removes the namespaces (killing what still runs in them) and the record.
+    pub fn teardown(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let _ = self.leave();
+        self.tuns.clear();
+        for n in &self.ns {
+            remove_ns(n);
+        }
+        let _ = fs::remove_file(&self.record);
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_marked_and_fit() {
+        let n = ns_name("a1b2c3", 2, "ground station/1 ü");
+        assert_eq!(n, "lpemu-a1b2c3-2-ground_station_1__");
+        assert!(dev_name(99_999).len() < libc::IFNAMSIZ);
+        assert_eq!(run_id().len(), 6);
+        assert!(!remove_ns("not-ours"), "never touches unmarked names");
+        assert!(!remove_ns("lpemu-../../etc"));
+        let me = std::process::id();
+        assert!(start_time(me).is_some());
+        assert_eq!(start_time(u32::MAX), None);
+    }
+}

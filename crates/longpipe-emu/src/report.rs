@@ -1,0 +1,106 @@
+//! The result of an emulated run, in the simulator's result contract
+//! ([`longpipe_core::results::SimResult`]: the same fields, so `longpipe compare` and the
+//! sweep machinery read both), plus an `emu` section with what only an emulation has.
+
+use crate::ferry::DirMetrics;
+use longpipe_core::net::packet::node_addr;
+use longpipe_core::results::{FlowResult, LinkResult, NodeResult, SimResult, SimStats};
+use longpipe_core::scenario::ValidScenario;
+
+/// Link results as the simulator computes them from each direction's counters over the
+/// measured interval of `measured_s` seconds.
+pub fn links(sc: &ValidScenario, dirs: &[DirMetrics], measured_s: f64) -> Vec<LinkResult> {
+    dirs.iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let l = &sc.links[i / 2];
+            let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
+            let (a, b) = (sc.nodes[from].name.clone(), sc.nodes[to].name.clone());
+            match m {
+                DirMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured_s),
+                DirMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
+            }
+        })
+        .collect()
+}
+
+/// The whole result.
+pub fn result(
+    sc: &ValidScenario,
+    seed: u64,
+    end_ns: u64,
+    dirs: &[DirMetrics],
+    flows: Vec<FlowResult>,
+    events: u64,
+) -> SimResult {
+    let measured = end_ns.saturating_sub(sc.warmup.0) as f64 * 1e-9;
+    let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
+    let sum: f64 = g.iter().sum();
+    let sq: f64 = g.iter().map(|x| x * x).sum();
+    SimResult {
+        scenario: sc.name.clone(),
+        seed,
+        duration_s: end_ns as f64 * 1e-9,
+        warmup_s: sc.warmup.as_secs_f64(),
+        flows,
+        links: links(sc, dirs, measured),
+        fairness_jain: (!g.is_empty() && sq > 0.0).then(|| sum * sum / (g.len() as f64 * sq)),
+        gateways: Vec::new(),
+        atm: None,
+        nodes: sc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let a = node_addr(i);
+                NodeResult {
+                    name: n.name.clone(),
+                    kind: n.kind.name().to_string(),
+                    ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
+                }
+            })
+            .collect(),
+        sim: SimStats { events },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ferry::Net;
+    use longpipe_core::scenario::parse_json;
+    use longpipe_core::time::SimTime;
+
+    #[test]
+    fn same_fields_as_a_simulated_run() {
+        let text = r#"{"name":"p","duration":"2s","link":[{"a":"s","b":"c","rate":"1Mbps","delay":"10ms"},{"a":"c","b":"u","rate":"384kbps","delay":"30ms","layer2":{"kind":"rlc-am"}}],"flow":[{"src":"s","dst":"u"}]}"#;
+        let sc = parse_json(text).unwrap().validate().unwrap();
+        let sim = longpipe_core::run_valid(&sc, &Default::default())
+            .unwrap()
+            .result;
+        let net = Net::new(&sc, 1);
+        let m = net.metrics(SimTime(2_000_000_000));
+        let f = sim.flows.clone();
+        let emu = result(&sc, 1, 2_000_000_000, &m, f, 0);
+        let keys = |r: &SimResult| {
+            let v = serde_json::to_value(r).unwrap();
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            for part in ["flows", "links", "nodes"] {
+                for (i, x) in v[part].as_array().unwrap().iter().enumerate() {
+                    for kk in x.as_object().unwrap().keys() {
+                        k.push(format!("{part}[{i}].{kk}"));
+                    }
+                    if let Some(l2) = x.get("l2") {
+                        for kk in l2.as_object().unwrap().keys() {
+                            k.push(format!("{part}[{i}].l2.{kk}"));
+                        }
+                    }
+                }
+            }
+            k
+        };
+        assert_eq!(keys(&emu), keys(&sim));
+        assert_eq!(emu.links[3].a, "u");
+        assert_eq!(emu.links[3].dir, "reverse");
+    }
+}

@@ -1,0 +1,221 @@
+"""Live emulation (``longpipe emu``): real Linux TCP in network namespaces through the
+core's link code. Needs root (make test runs as root); every test is bounded in time
+and checks that nothing it made is left behind, even when it fails."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from longpipe.emu import find_binary
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="longpipe emu needs root")
+
+
+def our_namespaces():
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("lpemu-")]
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    before = set(our_namespaces())
+    try:
+        yield
+    finally:
+        left = set(our_namespaces()) - before
+        if left:  # clean up for the next test, then fail this one
+            subprocess.run([find_binary(), "cleanup"], capture_output=True, timeout=60)
+        assert not left, f"namespaces left behind: {left}"
+
+
+def emu(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "longpipe", "emu", *map(str, args)], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+
+
+def write(tmp_path, sc, name="sc.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps(sc))
+    return p
+
+
+def path_sc(rate="4Mbps", delay="20ms", duration="4s", **flow):
+    return {"name": "emu-path", "duration": duration,
+            "link": [{"a": "server", "b": "client", "rate": rate, "delay": delay, "queue": {"limit": "50pkt"}}],
+            "flow": [{"src": "server", "dst": "client", "tcp": "reno", **flow}]}
+
+
+def test_flows_give_the_simulators_fields_a_capture_and_the_links_rate(tmp_path, tshark):
+    sc = write(tmp_path, path_sc(app={"bytes": "300KB"}))
+    p = emu(sc, "--flows", "--json", "--out", tmp_path / "o", "--pcap", "server-client")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    sim = json.loads(subprocess.run([sys.executable, "-m", "longpipe", "run", sc, "--json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    # the same result contract as a simulated run (plus the emulator's own section)
+    assert set(r) - {"emu", "interrupted"} == set(sim) - {"sim"} | {"sim"}
+    assert set(r["flows"][0]) == set(sim["flows"][0])
+    assert set(r["links"][0]) == set(sim["links"][0])
+    f = r["flows"][0]
+    assert f["bytes_delivered"] == 300_000 and f["completion_time_s"] is not None
+    # 300 kB over a 4 Mbit/s link take at least 0.6 s (the rate is enforced), and the
+    # first RTT of 40 ms comes on top
+    assert f["completion_time_s"] > 0.6 + 0.04
+    assert 0.04 < f["mean_rtt_s"] < 1.0
+    fwd, rev = r["links"]
+    assert fwd["packets"] >= 300_000 // 1460 and fwd["bytes"] >= 300_000
+    assert rev["packets"] > 0 and r["emu"]["linux_cc"] == ["reno"]
+    assert r["emu"]["ferry"]["packets_written"] > 0 and not r["interrupted"]
+    # the capture on the server's device: its SYN first, then data both ways
+    pcap = tmp_path / "o" / "server-client.pcap"
+    lines = subprocess.run([tshark, "-r", pcap, "-T", "fields", "-e", "ip.src", "-e", "tcp.flags.syn"],
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    assert lines[0].split("\t") == ["10.0.0.1", "1"]
+    assert sum(1 for x in lines if x.startswith("10.0.0.2")) > 10
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["flows"][0]["bytes_delivered"] == 300_000
+
+
+def test_seeded_loss_is_the_simulators_stream(tmp_path):
+    # The same loss list drops exactly packets 3 and 7 of the forward direction.
+    sc = path_sc(app={"bytes": "100KB"}, duration="3s", sack=True)
+    sc["link"][0]["loss"] = {"kind": "list", "drop": [3, 7]}
+    p = emu(write(tmp_path, sc), "--flows", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["links"][0]["drops_loss"] == 2
+    f = r["flows"][0]
+    assert f["bytes_delivered"] == 100_000 and f["retransmitted_segments"] >= 2
+
+
+def test_command_runs_unprivileged_in_the_client_namespace(tmp_path):
+    server = ("import socket,os;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+              "s.bind((os.environ['LONGPIPE_NODE_SERVER'],7000));s.listen();c,_=s.accept();c.sendall(c.recv(10))")
+    client = ("import socket,os,time,sys\n"
+              "for i in range(100):\n"
+              "    try:\n"
+              "        t=time.monotonic();c=socket.create_connection((os.environ['LONGPIPE_NODE_SERVER'],7000));break\n"
+              "    except OSError: time.sleep(0.05)\n"
+              "rtt=time.monotonic()-t\n"
+              "c.sendall(b'x');c.recv(10)\n"
+              "print('rtt',rtt,'uid',os.geteuid())\n"
+              "sys.exit(3)\n")
+    py = "/usr/bin/python3"  # the commands run as nobody: a Python they can read
+    p = emu(write(tmp_path, path_sc(delay="50ms")), "--spawn", f"server={py} -c \"{server}\"",
+            "--", py, "-c", client)
+    assert p.returncode == 3, p.stderr  # the command's status
+    words = p.stdout.split()
+    assert float(words[1]) >= 0.1, "the connect takes one RTT of 2 x 50 ms"
+    assert words[3] != "0", "not root"
+    assert "server->client" in p.stderr
+
+
+def test_bad_input_is_one_line_and_sets_up_nothing(tmp_path):
+    p = emu(write(tmp_path, path_sc(tcp="tahoe")), "--flows")
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "flow[0].tcp" in p.stderr and "tahoe" in p.stderr
+    p = emu(write(tmp_path, path_sc()), "--flows", "--pcap", "server-nowhere")
+    assert p.returncode == 2 and "names no link" in p.stderr
+    p = emu(write(tmp_path, path_sc()), "--flows", "--cc", "nonesuch")
+    assert p.returncode == 2 and "--cc" in p.stderr
+    p = emu(write(tmp_path, path_sc()))
+    assert p.returncode == 2 and "either --flows or -- COMMAND" in p.stderr
+
+
+def _start(tmp_path):
+    exe = find_binary()
+    sc = write(tmp_path, path_sc(duration="60s"))
+    proc = subprocess.Popen([exe, "run", "--scenario", sc, "--flows", "--result", tmp_path / "r.json"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while not our_namespaces() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    return exe, proc
+
+
+def test_sigterm_tears_down(tmp_path):
+    before = set(our_namespaces())
+    _, proc = _start(tmp_path)
+    try:
+        assert set(our_namespaces()) - before, "running"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 130
+        assert not set(our_namespaces()) - before
+        r = json.loads((tmp_path / "r.json").read_text())
+        assert r["interrupted"] is True and r["duration_s"] < 60
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_cleanup_after_a_crash_removes_only_its_own(tmp_path):
+    before = set(our_namespaces())
+    subprocess.run(["ip", "netns", "add", "lpemu-notours"], check=True)  # marked but unrecorded
+    try:
+        _, proc = _start(tmp_path)
+        mine = set(our_namespaces()) - before - {"lpemu-notours"}
+        assert len(mine) == 2
+        proc.kill()  # SIGKILL: no teardown
+        proc.wait()
+        assert mine <= set(our_namespaces())
+        out = subprocess.run([sys.executable, "-m", "longpipe", "emu", "cleanup"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0
+        assert not mine & set(our_namespaces())
+        assert "lpemu-notours" in our_namespaces(), "nothing without a record is touched"
+        assert all(n in out.stdout for n in mine)
+    finally:
+        subprocess.run(["ip", "netns", "delete", "lpemu-notours"])
+
+
+def test_selftest_loss_is_the_seeded_stream_and_within_bounds():
+    p = subprocess.run([find_binary(), "selftest", "--quick", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    lo, hi = r["loss"]["ci999"]
+    n = r["loss"]["n"]
+    assert lo <= r["loss"]["ferry_drops"] / n <= hi
+    # every loss is the ferry's (the kernel dropped nothing on this light load)
+    assert r["loss"]["ferry_drops"] == round(r["loss"]["observed"] * n)
+    assert r["delay"]["n"] > 0 and r["engine_pps"] > 0
+    assert [x["bps"] for x in r["rate"]] == [1_000_000, 100_000_000]
+
+
+def test_not_root_is_a_clear_error():
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="lpemu-test-"))
+    os.chmod(d, 0o755)
+    sc = write(d, path_sc())
+    os.chmod(sc, 0o644)
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", find_binary(), "run",
+                        "--scenario", sc, "--flows"], capture_output=True, text=True, timeout=30)
+    sc.unlink()
+    d.rmdir()
+    assert p.returncode == 2 and "needs root" in p.stderr
+
+
+def test_binary_is_found():
+    assert Path(find_binary()).exists()
+
+
+def test_compare_puts_sim_and_emu_side_by_side(tmp_path):
+    sc = write(tmp_path, path_sc(duration="3s", app={"bytes": "200KB"}))
+    runs = {}
+    for engine in ("sim", "emu"):
+        p = subprocess.run([sys.executable, "-m", "longpipe", "compare", sc, "--tcp", "reno,newreno", "--engine",
+                            engine, "--json"], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        runs[engine] = json.loads(p.stdout)
+    assert [v["flow.tcp"] for v in runs["emu"]["variants"]] == ["reno", "newreno"]
+    assert set(runs["emu"]["variants"][0]) == set(runs["sim"]["variants"][0])
+    # both finish the 200 kB (in about 0.4 to 0.8 s on a 4 Mbit/s, 40 ms path)
+    for v in runs["emu"]["variants"]:
+        assert 0.4 < v["completion_time_s_mean"] < 2.0
