@@ -286,6 +286,48 @@ fn upc_tags_only_under_policies_that_look_at_clp_and_scd_drops_tagged_cells_firs
 }
 
 #[test]
+fn every_cell_sent_is_dropped_lost_or_received_once_the_transfers_end() {
+    // sized transfers that finish well before the end, through a small SCD+EPD buffer
+    // (tagged drops, EPD, PPD) and a lossy relay line
+    let sc = bottleneck_epd("scd-epd", 600, true, "\"50%\"")
+        .replace(
+            "rwnd = \"24820B\"",
+            "rwnd = \"24820B\"\napp = { kind = \"bulk\", bytes = \"200KB\" }",
+        )
+        .replacen(
+            "delay = \"20ms\"\nlayer2 = { kind = \"atm\" }",
+            "delay = \"20ms\"\nlayer2 = { kind = \"atm\" }\nloss = { kind = \"bernoulli\", p = 0.0003 }",
+            1,
+        );
+    let r = run(&sc).result;
+    assert!(r
+        .flows
+        .iter()
+        .all(|f| f.completion_time_s.is_some_and(|t| t < 15.0)));
+    let port = link(&r, "sw1", "sw2").l2.clone().unwrap();
+    let port = port.atm().unwrap().port.clone().unwrap();
+    println!("{port:?}");
+    assert!(port.dropped_tagged > 0 && port.dropped_epd > 0 && port.dropped_ppd > 0);
+    let vcs = &r.atm.as_ref().unwrap().vcs;
+    assert_eq!(vcs.len(), 20, "a data and an ACK VC per flow");
+    let mut lost = 0;
+    for v in vcs {
+        let c = &v.counters;
+        assert_eq!(
+            c.cells_sent,
+            c.cells_dropped + c.cells_lost + c.cells_received,
+            "vc {} {c:?}",
+            v.vc
+        );
+        assert!(c.pdus_delivered + c.pdus_lost <= c.pdus_sent);
+        assert!(c.cells_tagged <= c.cells_sent && c.loss_events <= c.pdus_lost);
+        lost += c.cells_lost;
+    }
+    assert_eq!(lost, link(&r, "sw1", "sw2").counters.drops_loss);
+    assert!(lost > 0);
+}
+
+#[test]
 fn one_default_switches_the_policy_of_every_switch_but_those_that_override_it() {
     let base = bottleneck("scd-epd", 2000, true);
     let r = run(&base).result;

@@ -139,6 +139,7 @@ pub fn report(sc: &ValidScenario, delta: &[ElemMetrics], n_vcs: usize) -> Option
                     v.cells_sent += x.cells_sent;
                     v.cells_dropped += x.cells_dropped;
                     v.cells_lost += x.cells_lost;
+                    v.cells_received += x.cells_received;
                     v.pdus_sent += x.pdus_sent;
                     v.pdus_discarded_whole += x.pdus_discarded_whole;
                     v.pdus_delivered += x.pdus_delivered;

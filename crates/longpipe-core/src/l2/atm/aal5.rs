@@ -102,6 +102,8 @@ impl Segmenter {
 /// Per-VC reassembly counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RxCounts {
+    /// Cells that arrived.
+    pub cells: u64,
     pub pdus_delivered: u64,
     /// PDUs that did not arrive whole (any cell lost, or the whole PDU).
     pub pdus_lost: u64,
@@ -170,6 +172,7 @@ impl Reassembler {
             self.vcs.resize(i + 1, RxVc::default());
         }
         let v = &mut self.vcs[i];
+        v.c.cells += 1;
         if v.count == 0 {
             v.first = cell.pdu;
         }
@@ -293,6 +296,7 @@ mod tests {
         assert_eq!(got, [1, 1025]);
         let c = r.counts(0);
         assert_eq!((c.pdus_delivered, c.pdus_lost, c.loss_events), (2, 1, 1));
+        assert_eq!(c.cells, 3 * 12 - 1);
     }
 
     #[test]

@@ -338,6 +338,7 @@ impl Element<Unit> for AtmLine {
         if let Sink::Reassemble(r) = &self.sink {
             for (vc, rx) in r.all() {
                 let v = c.vcs.at(vc as usize);
+                v.cells_received = rx.cells;
                 v.pdus_delivered = rx.pdus_delivered;
                 v.pdus_lost = rx.pdus_lost;
                 v.loss_events = rx.loss_events;
@@ -576,6 +577,7 @@ mod tests {
             (v.pdus_sent, v.cells_sent, v.cells_lost, v.pdus_lost),
             (3, 96, 1, 1)
         );
+        assert_eq!(v.cells_received, 95);
     }
 
     #[test]

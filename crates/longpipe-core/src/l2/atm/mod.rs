@@ -128,6 +128,9 @@ crate::counters! {
         pub cells_dropped: u64,
         /// Cells lost to a line's loss model.
         pub cells_lost: u64,
+        /// Cells that reached the receiving adapter (whole PDUs or not). Once the VC's
+        /// cells have all arrived, cells_sent = cells_dropped + cells_lost + cells_received.
+        pub cells_received: u64,
         /// PDUs (packets) segmented at the sending adapter.
         pub pdus_sent: u64,
         /// PDUs whose every cell EPD discarded at a switch.
