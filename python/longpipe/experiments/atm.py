@@ -327,11 +327,11 @@ def util_figures(out: Path, rows: list[dict[str, Any]], note: str) -> list[Path]
                             mfc="none", ms=6, label=f"{NAMES[p]}, uniform (8 per line)")
         if fig_name in ("fig5", "fig6"):
             ax.axhline(100 * 512 / 576, color="gray", lw=0.8, ls=":")
-            ax.text(20000, 100 * 512 / 576 + 0.3, "552 B cap: 512/576 = 88.9 % ", fontsize=7, color="gray",
-                    ha="right", va="bottom")
+            ax.text(20000, 100 * 512 / 576 - 0.3, "552 B cap: 512/576 = 88.9 % ", fontsize=7, color="gray",
+                    ha="right", va="top")
+        foot = note
         if any(r["threshold_zero"] for r in sel):
-            ax.text(0.02, 0.02, "not drawn: buffers too small for 40 packets (EPD threshold 0)",
-                    transform=ax.transAxes, fontsize=7, color="gray")
+            foot += "\nnot drawn: buffers too small for 40 packets (EPD threshold 0)"
         if fig_name == "fig6":
             ax.axhline(85, color="gray", lw=0.8, ls="--")
             ax.plot([8000, 12000], [85, 85], "kx", ms=9, mew=2,
@@ -341,9 +341,13 @@ def util_figures(out: Path, rows: list[dict[str, Any]], note: str) -> list[Path]
         ax.set_xlabel("relay switch buffer (cells)")
         ax.set_ylabel("utilization (% of ATM payload rate)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
-        fig.text(0.01, 0.005, note, fontsize=6.5, color="gray")
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        if fig_name == "fig6":  # the 552 B curve runs along the bottom: legend outside
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            fig.set_size_inches(9.0, 4.6)
+        else:
+            ax.legend(fontsize=8, loc="lower right")
+        fig.text(0.01, 0.005, foot, fontsize=6.5, color="gray")
+        fig.tight_layout(rect=(0, 0.03 * (1 + foot.count("\n")), 1, 1))
         tag = {"fig3": "1500B_80ms", "fig4": "1500B_10ms", "fig5": "552B_80ms", "fig6": "epd_sizes_80ms",
                "fig7": "uniform_vs_skewed"}[fig_name]
         paths.append(save_figure(fig, out / f"{fig_name}_util_{tag}.png", dpi=110))

@@ -322,6 +322,30 @@ mod tests {
     }
 
     #[test]
+    fn a_glued_pdu_with_the_right_cell_count_still_fails_its_crc() {
+        // PDU 0 loses its end-of-message cell (11 cells arrive), PDU 1 all but its last:
+        // 11 + 1 cells end with PDU 1's EOM, as many as its Length field says, yet they
+        // are not its cells (the CRC-32 check); both are lost
+        let mut s = Segmenter::default();
+        let pdus = send(&mut s, &[(1, 512), (513, 512), (1025, 512)]);
+        let mut r = Reassembler::default();
+        let mut got = vec![];
+        for (k, pdu) in pdus.into_iter().enumerate() {
+            for c in pdu {
+                if (k == 0 && c.eom) || (k == 1 && !c.eom) {
+                    continue;
+                }
+                if let Some(p) = r.push(c) {
+                    got.push(p.seg.seq);
+                }
+            }
+        }
+        assert_eq!(got, [1025]);
+        let c = r.counts(0);
+        assert_eq!((c.pdus_delivered, c.pdus_lost, c.cells), (1, 2, 24));
+    }
+
+    #[test]
     fn pdus_lost_whole_are_counted_at_the_next_end_of_message() {
         let mut s = Segmenter::default();
         let pdus = send(&mut s, &[(1, 512), (513, 512), (1025, 512), (1537, 512)]);
