@@ -48,6 +48,7 @@ FUZZ_MEM_KB ?= 8000000
 test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 	cargo test -p longpipe-core --release -q
 	cargo test -p longpipe-emu --release -q
+	cargo test -p longpipe-py --release -q
 	cargo test -p longpipe-fuzz --release -q --no-run
 	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --release -q -- --nocapture )
 	$(PY) -m pytest -q

@@ -1,8 +1,6 @@
 """Issue 14 defects that lived in the simulator core: each test states the behaviour the
-fix must have. One is still open and an expected failure (``xfail(strict=True)``: it
-fails the suite once it passes, so the marker goes with the fix). Every CLI call runs in
-a subprocess with a timeout and a memory cap, so a hang or a runaway cannot stall or
-exhaust CI.
+fix must have (all fixed). Every CLI call runs in a subprocess with a timeout and a
+memory cap, so a hang or a runaway cannot stall or exhaust CI.
 """
 
 import json
@@ -63,10 +61,6 @@ def scenario(tmp_path, extra_flow="", text=PATH, name="s.toml"):
     return p
 
 
-def xfail(reason):
-    return pytest.mark.xfail(strict=True, reason=f"core: {reason}")
-
-
 # --- hangs and runaway work ------------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["file", "set"])
@@ -108,7 +102,6 @@ def _max_rss_kb(args):
 
 
 @pytest.mark.slow
-@xfail("--timeseries holds every sample in memory until the end (stream them to disk instead)")
 def test_timeseries_memory_does_not_grow_with_the_run(tmp_path):
     fat = PATH.replace('"5s"', '"60s"').replace('"10Mbps"', '"100Mbps"').replace('"50ms"', '"5ms"')
     p = scenario(tmp_path, 'rwnd = "4MB"\n', text=fat)
@@ -196,3 +189,38 @@ def test_messages_say_what_is_accepted(tmp_path, setting, accepted):
     leaked = [w for w in RUST_WORDS if w in line]
     assert not leaked, line
     assert accepted in line, line
+
+
+def test_streamed_timeseries_csv_equal_the_in_memory_frames(tmp_path):
+    # The CLI streams the time series to CSV as the run goes; read back, the files hold
+    # exactly the samples the API returns in memory (same rows, same values), for every
+    # traced flow, and the staging directory is gone.
+    import pandas as pd
+
+    import longpipe
+
+    lossy = PATH.replace('delay = "50ms"', 'delay = "50ms"\nloss = { kind = "bernoulli", p = 0.01 }')
+    p = scenario(tmp_path, 'count = 2\nrwnd = "256KB"\nsack = true\n', text=lossy)
+    out = tmp_path / "o"
+    rc, _, err = run("run", p, "-q", "--timeseries", "--out", out, "--seed", "4")
+    assert rc == 0, err
+    res = longpipe.run(p, seed=4, timeseries=True)
+    assert sorted(f.name for f in out.iterdir()) == sorted(
+        [".longpipe-run.json", "result.json"]
+        + [f"flow{i}-{k}.csv" for i in (0, 1) for k in ("rtt", "segments", "timeseries")])
+    for fid in (0, 1):
+        for kind, frame in (("timeseries", res.timeseries(fid)), ("segments", res.segments(fid)),
+                            ("rtt", res.rtt(fid))):
+            got = pd.read_csv(out / f"flow{fid}-{kind}.csv")
+            assert len(got) == len(frame) > 10, (fid, kind)
+            if kind == "timeseries":  # losses set ssthresh: integers and inf both occur
+                assert got.ssthresh.isin([float("inf")]).any() and (got.ssthresh < 1e9).any()
+            assert list(got.columns) == list(frame.columns)
+            for c in frame.columns:
+                assert (got[c].to_numpy() == frame[c].to_numpy()).all(), (fid, kind, c)
+    # the API streams too: into an existing directory, returning no traces
+    d = tmp_path / "api"
+    d.mkdir()
+    r2 = longpipe.run(p, seed=4, timeseries_dir=d)
+    assert r2.traces == {} and r2.data == res.data
+    assert (d / "flow1-rtt.csv").read_bytes() == (out / "flow1-rtt.csv").read_bytes()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,9 +118,34 @@ def _makedirs(d: Path) -> list[Path]:
     return list(reversed(missing))
 
 
-def write_outputs(files: dict[Path, bytes], out_dir: Path | None = None) -> list[Path]:
-    """Writes every file or none: each goes to a temporary file beside its target first;
-    only when all of them are written are they renamed into place. On failure (or
+@contextlib.contextmanager
+def staging_dir(near: Path) -> Iterator[Path]:
+    """A fresh hidden directory inside ``near`` (created as needed) for files a run writes
+    as it goes, to be moved into place with ``write_outputs``. On exit it is removed
+    with whatever is left in it, and so are the directories created for it if empty."""
+    created = _makedirs(near)
+    try:
+        d = Path(tempfile.mkdtemp(prefix=".staging-", dir=near))
+    except BaseException:
+        for c in reversed(created):
+            c.rmdir()
+        raise
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        for c in reversed(created):
+            try:
+                c.rmdir()
+            except OSError:
+                pass
+
+
+def write_outputs(files: Mapping[Path, bytes | Path], out_dir: Path | None = None) -> list[Path]:
+    """Writes every file or none: each goes to a temporary file beside its target first
+    (a ``Path`` value is a file already written and synced on the same file system, a
+    staged file, used as that temporary); only when all of them are written are they
+    renamed into place. On failure (or
     Ctrl-C) the temporaries and any directory created here are removed, and earlier
     files are untouched.
 
@@ -132,6 +160,9 @@ def write_outputs(files: dict[Path, bytes], out_dir: Path | None = None) -> list
     try:
         for final, data in files.items():
             created += _makedirs(final.parent)
+            if isinstance(data, Path):
+                temps.append((str(data), final))
+                continue
             fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
             temps.append((tmp, final))
             os.fchmod(fd, 0o666 & ~umask)

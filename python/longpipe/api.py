@@ -431,6 +431,7 @@ def run(
     overrides: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], Any] | None = None,
     force: bool = False,
+    timeseries_dir: str | os.PathLike[str] | None = None,
     **kw_overrides: Any,
 ) -> Result:
     """Runs one simulation.
@@ -442,6 +443,13 @@ def run(
     ids; ``False``/``None``: none). ``pcap="a-b"`` (or a list of such specs) captures
     at node a's interface on link a-b. ``progress(simulated_ns, duration_ns)``, if
     given, is called about twice a second while the simulation runs.
+    ``timeseries_dir=D`` (an existing directory) streams the time series to CSV files
+    there as the run goes instead of holding them (memory stays flat however long the
+    run): ``flow{id}-timeseries.csv``, ``-segments.csv`` and ``-rtt.csv`` per traced
+    flow (every flow unless ``timeseries`` lists some), with the columns of
+    ``Result.timeseries()``, ``.segments()`` and ``.rtt()``, times as exact decimal
+    seconds; the returned ``Result`` then holds no traces. The files are written in
+    place (the CLI stages them and moves them into ``--out`` only when the run ends).
 
     Errors:
 
@@ -470,11 +478,19 @@ def run(
         _check_seed(seed, None)  # raises the TypeError before any file is read
     sc, src = prepare(scenario, ov)
     seed = _check_seed(seed, src)
+    if timeseries_dir is not None:
+        if not isinstance(timeseries_dir, (str, os.PathLike)):
+            raise TypeError(f"timeseries_dir: expected a directory path, got {type(timeseries_dir).__name__}")
+        if not os.path.isdir(timeseries_dir):
+            raise NotADirectoryError(f"timeseries_dir: {os.fspath(timeseries_dir)!r} is not an existing directory")
+        if timeseries is None or timeseries is False:
+            timeseries = True
     trace_all, trace_flows = _check_timeseries(timeseries, src)
     text = json.dumps(sc, allow_nan=False)
     try:
         js, traces, pcaps, wall_s = _core.run(text, seed, trace_all, trace_flows, specs, progress=progress,
-                                              force=bool(force))
+                                              force=bool(force),
+                                              trace_dir=None if timeseries_dir is None else os.fspath(timeseries_dir))
     except _core.ScenarioError as e:
         path, msg = e.args
         raise ScenarioError(src, path, msg) from None

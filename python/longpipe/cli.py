@@ -7,6 +7,7 @@ what was expected), 1 internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -82,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return run_seeds(args)
     from . import api
-    from ._io import check_output_dir, check_output_file, write_outputs
+    from ._io import check_output_dir, check_output_file, staging_dir, write_outputs
     from .report import format_result
 
     out = Path(args.out) if args.out is not None else None
@@ -92,36 +93,47 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_output_dir(out, "--out")
     for spec in names:
         check_output_file(files[spec], f"--pcap {spec}")
-    progress = _Progress(args.quiet)
-    try:
-        res = api.run(args.scenario, seed=args.seed, timeseries=args.timeseries, pcap=names,
-                      overrides=_overrides(args.set), progress=progress if progress.enabled else None,
-                      force=args.force)
-    finally:
-        progress.clear()
-    text = res.to_json()
-    if args.timeseries and out is None:  # a default directory, and say where
-        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(res.data["scenario"]))
-        out = Path("out") / "run" / f"{name}-seed{res.data['seed']}"
-        check_output_dir(out, "--out")
-        print(f"wrote time series of {len(res.traces)} flow(s) to {out} (choose with --out)", file=sys.stderr)
-    outputs: dict[Path, bytes] = {}
-    if out is not None:
-        outputs[out / "result.json"] = (text + "\n").encode()
-        if args.timeseries:
-            for fid in res.traces:
-                outputs[out / f"flow{fid}-timeseries.csv"] = res.timeseries(fid).to_csv(index=False).encode()
-                outputs[out / f"flow{fid}-segments.csv"] = res.segments(fid).to_csv(index=False).encode()
-                outputs[out / f"flow{fid}-rtt.csv"] = res.rtt(fid).to_csv(index=False).encode()
-    for spec, data in res.pcaps.items():
-        outputs[files[spec]] = data
-    # All files or none; only then is anything printed.
-    try:
-        write_outputs(outputs, out)
-    except OSError as e:  # after the checks above: a full disk, a race; not bad input
-        print(f"error: cannot write {e.filename or 'the outputs'}: {e.strerror or e}; nothing was written",
-              file=sys.stderr)
-        return 1
+    # Time series stream to CSV files in a staging directory as the run goes (memory
+    # stays flat); they are moved into place with the other outputs, or removed.
+    default_out = out is None and args.timeseries
+    if default_out:
+        check_output_dir(Path("out") / "run", "--out")
+    with contextlib.ExitStack() as stack:
+        stage = (stack.enter_context(staging_dir(Path("out") / "run" if out is None else out))
+                 if args.timeseries else None)
+        progress = _Progress(args.quiet)
+        try:
+            res = api.run(args.scenario, seed=args.seed, timeseries=args.timeseries, pcap=names,
+                          overrides=_overrides(args.set), progress=progress if progress.enabled else None,
+                          force=args.force, timeseries_dir=stage)
+        except OSError as e:  # streaming the time series: a full disk, a race
+            print(f"error: cannot write the time series: {e.strerror or e}; nothing was written", file=sys.stderr)
+            return 1
+        finally:
+            progress.clear()
+        text = res.to_json()
+        if default_out:  # a default directory, and say where
+            name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(res.data["scenario"]))
+            out = Path("out") / "run" / f"{name}-seed{res.data['seed']}"
+            check_output_dir(out, "--out")
+        outputs: dict[Path, bytes | Path] = {}
+        if out is not None:
+            outputs[out / "result.json"] = (text + "\n").encode()
+            if stage is not None:
+                for f in sorted(stage.glob("flow*.csv")):
+                    outputs[out / f.name] = f
+        for spec, data in res.pcaps.items():
+            outputs[files[spec]] = data
+        # All files or none; only then is anything printed.
+        try:
+            write_outputs(outputs, out)
+        except OSError as e:  # after the checks above: a full disk, a race; not bad input
+            print(f"error: cannot write {e.filename or 'the outputs'}: {e.strerror or e}; nothing was written",
+                  file=sys.stderr)
+            return 1
+    if default_out:
+        n = len({f.name.split("-")[0] for f in outputs if f.name.startswith("flow")})
+        print(f"wrote time series of {n} flow(s) to {out} (choose with --out)", file=sys.stderr)
     print(text if args.json else format_result(res.data, res.wall_s))
     if not args.json:
         for spec, data in res.pcaps.items():

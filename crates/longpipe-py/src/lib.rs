@@ -8,6 +8,8 @@
 //! simulation is told to stop through `RunOptions::cancel`) and calls an optional
 //! progress callback with the simulated time reached.
 
+mod csvtrace;
+
 use longpipe_core::{RunOptions, RunOutput, ScenarioError as CoreError, TraceSel};
 use numpy::IntoPyArray;
 use pyo3::create_exception;
@@ -53,7 +55,7 @@ type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
 /// time while the run goes on. Ctrl-C stops the run and raises `KeyboardInterrupt`.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None,
-                    *, progress=None, progress_every=0.5, force=false))]
+                    *, progress=None, progress_every=0.5, force=false, trace_dir=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -65,6 +67,7 @@ fn run(
     progress: Option<PyObject>,
     progress_every: f64,
     force: bool,
+    trace_dir: Option<std::path::PathBuf>,
 ) -> PyResult<RunReturn> {
     let sc = longpipe_core::scenario::parse_json(scenario_json)
         .and_then(|s| s.validate())
@@ -97,6 +100,7 @@ fn run(
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let reached = Arc::new(AtomicU64::new(0));
+    let csv = trace_dir.map(|d| Arc::new(csvtrace::CsvTraces::new(d)));
     let opts = RunOptions {
         seed,
         trace,
@@ -104,6 +108,10 @@ fn run(
         cancel: Some(cancel.clone()),
         progress: Some(reached.clone()),
         max_events: (!force).then_some(longpipe_core::sim::DEFAULT_MAX_EVENTS),
+        trace_sink: csv.clone().map(|c| longpipe_core::sim::TraceSink {
+            write: Arc::new(move |i, t| c.write(i, &t)),
+            chunk_rows: longpipe_core::sim::TRACE_CHUNK_ROWS,
+        }),
     };
     let total_ns = sc.duration.0;
     let (tx, rx) = mpsc::channel::<SimDone>();
@@ -162,6 +170,11 @@ fn run(
         return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
             "simulation interrupted",
         ));
+    }
+    if let Some(c) = csv {
+        c.finish().map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err((e.raw_os_error().unwrap_or(0), e.to_string()))
+        })?;
     }
     let json = out.result.to_json();
     let traces = PyDict::new_bound(py);

@@ -60,7 +60,30 @@ pub struct RunOptions {
     /// Refuse (before building anything) a run estimated above this many events
     /// ([`estimate::estimate`]); None runs anything.
     pub max_events: Option<f64>,
+    /// Hand the time series to this sink in chunks as the run goes (and the rest at the
+    /// end) instead of holding them: memory stays flat; `RunOutput::traces` is empty.
+    pub trace_sink: Option<TraceSink>,
 }
+
+/// A receiver of time-series chunks: `write(flow id, samples recorded since the last
+/// chunk)`, called (about every 65 536 events) for each traced flow holding at least
+/// `chunk_rows` samples, and at the end of a completed run once for every traced flow
+/// with what is left (possibly nothing). Not called for a cancelled run's remainder.
+#[derive(Clone)]
+pub struct TraceSink {
+    pub write: Arc<dyn Fn(usize, FlowTrace) + Send + Sync>,
+    pub chunk_rows: usize,
+}
+
+impl std::fmt::Debug for TraceSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceSink")
+    }
+}
+
+/// Samples a traced flow may hold before a chunk goes to a sink (a default for
+/// [`TraceSink::chunk_rows`]): a few MB per flow.
+pub const TRACE_CHUNK_ROWS: usize = 1 << 16;
 
 /// The default work limit: about three minutes of simulation on one core of this
 /// project's machine (docs/limits.md).
@@ -324,6 +347,9 @@ impl<'a> Sim<'a> {
                 if let Some(p) = &opts.progress {
                     p.store(self.d.now().0, Ordering::Relaxed);
                 }
+                if let (true, Some(sink)) = (tick.is_multiple_of(1 << 16), &opts.trace_sink) {
+                    self.flush_traces(sink, sink.chunk_rows.max(1));
+                }
                 if opts
                     .cancel
                     .as_ref()
@@ -334,6 +360,18 @@ impl<'a> Sim<'a> {
             }
         }
         true
+    }
+
+    /// Hands every traced flow's samples to the sink: those holding at least `min_rows`
+    /// samples, or every traced flow (even with none) when `min_rows` is 0.
+    fn flush_traces(&mut self, sink: &TraceSink, min_rows: usize) {
+        for (i, &(s, _)) in self.flows.iter().enumerate() {
+            if let Elem::Tcp(t) = self.d.elem_mut(s) {
+                if let Some(chunk) = t.ep.drain_trace(min_rows) {
+                    (sink.write)(i, chunk);
+                }
+            }
+        }
     }
 
     fn snapshot(&self, now: SimTime) -> Vec<ElemMetrics> {
@@ -358,8 +396,14 @@ impl<'a> Sim<'a> {
             .zip(&base)
             .map(|(e, b)| e.since(b))
             .collect();
+        if let (true, Some(sink)) = (done, &opts.trace_sink) {
+            self.flush_traces(sink, 0);
+        }
         let mut out = self.finish(&delta);
         out.interrupted = !done;
+        if opts.trace_sink.is_some() {
+            out.traces.clear();
+        }
         out
     }
 

@@ -117,9 +117,16 @@ impl Endpoint {
         }
     }
 
-    /// The sender's time series, taken out.
+    /// The sender's time series, taken out (recording stops).
     pub fn take_trace(&mut self) -> Option<FlowTrace> {
         self.sender_mut().and_then(|s| s.tx.trace.take())
+    }
+
+    /// The samples recorded so far, taken out (recording goes on), if the flow is
+    /// traced and holds at least `min_rows` (0: always, even none).
+    pub fn drain_trace(&mut self, min_rows: usize) -> Option<FlowTrace> {
+        let t = self.sender_mut()?.tx.trace.as_mut()?;
+        (t.rows() >= min_rows).then(|| std::mem::take(t))
     }
 
     fn scaling(&self) -> bool {

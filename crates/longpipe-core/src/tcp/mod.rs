@@ -39,3 +39,10 @@ pub struct FlowTrace {
     pub sack_left: Vec<u64>,
     pub sack_right: Vec<u64>,
 }
+
+impl FlowTrace {
+    /// Samples held (all columns).
+    pub fn rows(&self) -> usize {
+        self.t_ns.len() + self.rtt_t_ns.len() + self.seg_t_ns.len() + self.sack_t_ns.len()
+    }
+}
