@@ -82,7 +82,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             let mss = f.tcp.sender.mss as f64;
             let cells = |i: usize, len: u32| -> f64 {
                 let l = &sc.links[i / 2];
-                let to = if i % 2 == 0 { l.b } else { l.a };
+                let to = if i.is_multiple_of(2) { l.b } else { l.a };
                 match &dir(i).layer2 {
                     Some(Layer2Config::Atm(c)) if sc.nodes[to].atm.is_some() => {
                         cells_for(len, c.llc) as f64
