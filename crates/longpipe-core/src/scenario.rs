@@ -23,6 +23,10 @@ use std::collections::BTreeMap;
 /// The most flows a scenario may have (after `count`): each costs a few kB of state.
 pub const MAX_FLOWS: u64 = 1_000_000;
 
+/// At most this many links and flow endpoints at one node: its ports are numbered in 16
+/// bits and `PortId::MAX` means "no route" in the routing table.
+pub const MAX_LINKS_PER_NODE: usize = u16::MAX as usize - 1;
+
 /// A simulation scenario (TOML file or Python dict; same keys).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -349,6 +353,7 @@ impl Scenario {
             return err("link", "at least one link is required");
         }
         let mut links = Vec::new();
+        let mut degree: Vec<usize> = Vec::new();
         for (i, l) in self.link.iter().enumerate() {
             if l.a == l.b {
                 return err(
@@ -373,6 +378,14 @@ impl Scenario {
                     });
                     nodes.len() - 1
                 });
+                degree.resize(nodes.len(), 0);
+                degree[ends[k]] += 1;
+                if degree[ends[k]] > MAX_LINKS_PER_NODE {
+                    return err(
+                        format!("link[{i}].{}", if k == 0 { "a" } else { "b" }),
+                        format!("node {name:?} would have more than {MAX_LINKS_PER_NODE} links (a node's ports are numbered in 16 bits)"),
+                    );
+                }
             }
             let p = format!("link[{i}]");
             let l2_ba = l.layer2.as_ref().and_then(Layer2Spec::reverse_default);
@@ -474,6 +487,21 @@ impl Scenario {
                 return err(format!("{p}.dst"), "must differ from src");
             }
             let tcp = f.resolve(&p)?;
+            // Each flow is one local endpoint (one port) at its source and destination.
+            degree.resize(nodes.len(), 0);
+            for (end, n) in [("src", src), ("dst", dst)] {
+                degree[n] += tcp.count as usize;
+                if degree[n] > MAX_LINKS_PER_NODE {
+                    return err(
+                        format!("{p}.count"),
+                        format!(
+                            "node {:?} ({p}.{end}) would have more than {MAX_LINKS_PER_NODE} \
+                             links and flow endpoints (a node's ports are numbered in 16 bits)",
+                            nodes[n].name
+                        ),
+                    );
+                }
+            }
             for _ in 0..tcp.count {
                 flows.push(FlowInfo {
                     id: flows.len(),
@@ -575,6 +603,32 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.path, "link[0].rate");
+    }
+
+    #[test]
+    fn a_node_has_at_most_65534_links() {
+        // One more would wrap its 16-bit port numbers (and reach the no-route marker).
+        let star = |n: usize| {
+            let links: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"a":"h{i}","b":"hub","rate":"1Mbps","delay":"1ms"}}"#))
+                .collect();
+            format!(r#"{{"duration":"1s","link":[{}]}}"#, links.join(","))
+        };
+        assert!(parse(&star(MAX_LINKS_PER_NODE)).is_ok());
+        let e = parse(&star(MAX_LINKS_PER_NODE + 1)).unwrap_err();
+        assert_eq!(e.path, format!("link[{MAX_LINKS_PER_NODE}].b"), "{e}");
+        assert!(e.msg.contains("\"hub\"") && e.msg.contains("65534"), "{e}");
+        // flows' endpoints take ports too: one link plus 65533 flows fit, one more not
+        let flows = |n: usize| {
+            format!(
+                r#"{{"duration":"1s","link":[{{"a":"s","b":"c","rate":"1Mbps","delay":"1ms"}}],
+                "flow":[{{"src":"s","dst":"c","count":{n}}}]}}"#
+            )
+        };
+        assert!(parse(&flows(MAX_LINKS_PER_NODE - 1)).is_ok());
+        let e = parse(&flows(MAX_LINKS_PER_NODE)).unwrap_err();
+        assert_eq!(e.path, "flow[0].count", "{e}");
+        assert!(e.msg.contains("flow[0].src"), "{e}");
     }
 
     #[test]

@@ -43,12 +43,25 @@ enum Ev<U> {
 
 const UNWIRED: (ElemId, PortId) = (ElemId::MAX, PortId::MAX);
 
+/// An output port: where it is wired, and the event-queue lane of its timed units.
+#[derive(Clone, Copy)]
+struct Port {
+    to: (ElemId, PortId),
+    /// u32::MAX: none yet.
+    lane: u32,
+}
+
+const NO_PORT: Port = Port {
+    to: UNWIRED,
+    lane: u32::MAX,
+};
+
 pub struct Driver<U, E> {
     elems: Vec<E>,
-    /// wires[elem][out port] = (element, in port).
-    wires: Vec<Vec<(ElemId, PortId)>>,
-    /// The event-queue lane of each wire's timed deliveries (u32::MAX: none yet).
-    lanes: Vec<Vec<u32>>,
+    /// Every element's output ports, in one flat vector (compact in cache however many
+    /// elements): element `i`'s port `k` is `ports[first[i].0 + k]`, for `k < first[i].1`.
+    ports: Vec<Port>,
+    first: Vec<(u32, u32)>,
     /// The wake-up time each element has pending in the queue, if any.
     pending: Vec<Option<SimTime>>,
     q: EventQueue<Ev<U>>,
@@ -68,8 +81,8 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
     pub fn new() -> Self {
         Driver {
             elems: Vec::new(),
-            wires: Vec::new(),
-            lanes: Vec::new(),
+            ports: Vec::new(),
+            first: Vec::new(),
             pending: Vec::new(),
             q: EventQueue::new(),
             next_uid: 0,
@@ -81,8 +94,7 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
     /// Adds an element; its id.
     pub fn add(&mut self, e: E) -> ElemId {
         self.elems.push(e);
-        self.wires.push(Vec::new());
-        self.lanes.push(Vec::new());
+        self.first.push((0, 0));
         self.pending.push(None);
         (self.elems.len() - 1) as ElemId
     }
@@ -90,19 +102,34 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
     /// Wires output port `port` of `from` to input port `to_port` of `to` (replacing
     /// any earlier wire of that output).
     pub fn wire(&mut self, from: ElemId, port: PortId, to: ElemId, to_port: PortId) {
-        let w = &mut self.wires[from as usize];
-        if w.len() <= port as usize {
-            w.resize(port as usize + 1, UNWIRED);
+        let i = self.port_index(from, port);
+        self.ports[i].to = (to, to_port);
+    }
+
+    /// The index in `ports` of `from`'s output `port`, making room for it: an element
+    /// whose ports outgrow their place moves them to the end (building only: elements
+    /// are wired before they run).
+    fn port_index(&mut self, from: ElemId, port: PortId) -> usize {
+        let (base, len) = self.first[from as usize];
+        if (port as u32) < len {
+            return (base + port as u32) as usize;
         }
-        w[port as usize] = (to, to_port);
+        let new_len = (port as u32 + 1).max(2 * len).max(2);
+        let new_base = self.ports.len() as u32;
+        let old: Vec<Port> = self.ports[base as usize..(base + len) as usize].to_vec();
+        self.ports.extend(old);
+        self.ports.resize((new_base + new_len) as usize, NO_PORT);
+        self.first[from as usize] = (new_base, new_len);
+        (new_base + port as u32) as usize
     }
 
     /// What output `port` of `from` is wired to.
     pub fn wired(&self, from: ElemId, port: PortId) -> Option<(ElemId, PortId)> {
-        self.wires[from as usize]
-            .get(port as usize)
-            .copied()
-            .filter(|&w| w != UNWIRED)
+        let (base, len) = self.first[from as usize];
+        if port as u32 >= len {
+            return None;
+        }
+        Some(self.ports[(base + port as u32) as usize].to).filter(|&w| w != UNWIRED)
     }
 
     pub fn elem(&self, id: ElemId) -> &E {
@@ -239,14 +266,11 @@ impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
     }
 
     fn lane(&mut self, from: ElemId, port: PortId) -> u32 {
-        let l = &mut self.lanes[from as usize];
-        if l.len() <= port as usize {
-            l.resize(port as usize + 1, u32::MAX);
+        let i = self.port_index(from, port);
+        if self.ports[i].lane == u32::MAX {
+            self.ports[i].lane = self.q.add_lane();
         }
-        if l[port as usize] == u32::MAX {
-            l[port as usize] = self.q.add_lane();
-        }
-        l[port as usize]
+        self.ports[i].lane
     }
 
     fn sync_wake(&mut self, id: ElemId, now: SimTime) {

@@ -20,6 +20,11 @@ pub type LocalKey = (u16, [u8; 4], u16);
 pub struct Forwarder {
     node: usize,
     routes: Arc<Routes>,
+    /// The node has one link: [`Routes::next_single_port`] instead of the table.
+    single_port: bool,
+    /// The first local endpoint, kept inline (most hosts have one: no map to visit).
+    local_first: Option<(LocalKey, PortId)>,
+    /// The others.
     local: BTreeMap<LocalKey, PortId>,
     next_local: PortId,
     /// Packets with no route or no local endpoint.
@@ -31,7 +36,9 @@ impl Forwarder {
         let deg = routes.ports(node).len() as PortId;
         Forwarder {
             node,
+            single_port: deg == 1,
             routes,
+            local_first: None,
             local: BTreeMap::new(),
             next_local: deg,
             unroutable: 0,
@@ -42,7 +49,13 @@ impl Forwarder {
     pub fn add_local(&mut self, key: LocalKey) -> PortId {
         let p = self.next_local;
         self.next_local += 1;
-        self.local.insert(key, p);
+        match self.local_first {
+            None => self.local_first = Some((key, p)),
+            Some((k, _)) if k == key => self.local_first = Some((key, p)),
+            Some(_) => {
+                self.local.insert(key, p);
+            }
+        }
         p
     }
 
@@ -55,7 +68,15 @@ impl Forwarder {
     pub fn route(&self, p: &Packet) -> Option<PortId> {
         let dst = addr_node(p.dst)?;
         if dst == self.node {
-            return self.local.get(&(p.seg.dport, p.src, p.seg.sport)).copied();
+            let key = (p.seg.dport, p.src, p.seg.sport);
+            return match self.local_first {
+                Some((k, port)) if k == key => Some(port),
+                _ if self.local.is_empty() => None,
+                _ => self.local.get(&key).copied(),
+            };
+        }
+        if self.single_port {
+            return self.routes.next_single_port(self.node, dst);
         }
         self.routes.next(self.node, dst)
     }

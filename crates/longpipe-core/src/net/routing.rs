@@ -12,13 +12,26 @@ use std::collections::VecDeque;
 /// An outgoing link direction: (link index, 0 = forward a->b, 1 = reverse b->a).
 pub type LinkDir = (u32, u8);
 
+/// No route (a `next_hop` entry).
+const NO_ROUTE: PortId = PortId::MAX;
+
 pub struct Routes {
     /// adj[u] = (neighbour, link direction from u) in port order.
     adj: Vec<Vec<(usize, LinkDir)>>,
-    /// For destination slot `d`, next_hop[d][node] = port to take, or None.
-    next_hop: Vec<Vec<Option<PortId>>>,
+    /// Row-major, one row per node with two or more ports (a node with one port always
+    /// takes it: [`Routes::next_single_port`]): `next_hop[row[node] * slots + d]` = the
+    /// port toward the destination in slot `d`, or [`NO_ROUTE`]. A router's row is
+    /// contiguous (a few kB even with thousands of destinations): forwarding stays in
+    /// cache, and thousands of hosts cost no table.
+    next_hop: Vec<PortId>,
+    /// node -> its row of `next_hop` (u32::MAX: a node with at most one port).
+    row: Vec<u32>,
+    /// Destination slots (columns of `next_hop`).
+    slots: usize,
     /// node -> destination slot
     slot: Vec<Option<u32>>,
+    /// node -> connected component (nodes with the same number reach each other).
+    comp: Vec<u32>,
 }
 
 impl Routes {
@@ -30,12 +43,24 @@ impl Routes {
             adj[b].push((a, (i as u32, 1)));
         }
         let mut slot = vec![None; n_nodes];
-        let mut next_hop = Vec::new();
+        let mut uniq = Vec::new();
         for &d in dests {
-            if slot[d].is_some() {
-                continue;
+            if slot[d].is_none() {
+                slot[d] = Some(uniq.len() as u32);
+                uniq.push(d);
             }
-            slot[d] = Some(next_hop.len() as u32);
+        }
+        let slots = uniq.len();
+        let mut row = vec![u32::MAX; n_nodes];
+        let mut rows = 0;
+        for (u, r) in row.iter_mut().enumerate() {
+            if adj[u].len() > 1 {
+                *r = rows;
+                rows += 1;
+            }
+        }
+        let mut next_hop = vec![NO_ROUTE; rows as usize * slots];
+        for (s, &d) in uniq.iter().enumerate() {
             // BFS from d gives hop distances; each node then picks the first port (in
             // link order) toward a neighbour one hop closer.
             let mut dist = vec![u32::MAX; n_nodes];
@@ -49,31 +74,63 @@ impl Routes {
                     }
                 }
             }
-            let table = (0..n_nodes)
-                .map(|u| {
-                    if u == d || dist[u] == u32::MAX {
-                        return None;
+            for u in 0..n_nodes {
+                if u == d || dist[u] == u32::MAX || row[u] == u32::MAX {
+                    continue;
+                }
+                if let Some(k) = adj[u].iter().position(|(v, _)| dist[*v] + 1 == dist[u]) {
+                    next_hop[row[u] as usize * slots + s] = k as PortId;
+                }
+            }
+        }
+        let mut comp = vec![u32::MAX; n_nodes];
+        for start in 0..n_nodes {
+            if comp[start] != u32::MAX {
+                continue;
+            }
+            comp[start] = start as u32;
+            let mut q = VecDeque::from([start]);
+            while let Some(u) = q.pop_front() {
+                for &(v, _) in &adj[u] {
+                    if comp[v] == u32::MAX {
+                        comp[v] = start as u32;
+                        q.push_back(v);
                     }
-                    adj[u]
-                        .iter()
-                        .position(|(v, _)| dist[*v] + 1 == dist[u])
-                        .map(|k| k as PortId)
-                })
-                .collect();
-            next_hop.push(table);
+                }
+            }
         }
         Routes {
             adj,
             next_hop,
+            row,
+            slots,
             slot,
+            comp,
         }
     }
 
     /// The port node `node` sends on toward node `dst`.
     #[inline]
     pub fn next(&self, node: usize, dst: usize) -> Option<PortId> {
+        let r = self.row[node];
+        if r == u32::MAX {
+            return match self.adj[node].len() {
+                1 => self.next_single_port(node, dst),
+                _ => None, // no port at all
+            };
+        }
         let s = (*self.slot.get(dst)?)? as usize;
-        self.next_hop[s][node]
+        let p = self.next_hop[r as usize * self.slots + s];
+        (p != NO_ROUTE).then_some(p)
+    }
+
+    /// [`Routes::next`] for a node with exactly one port (a host on one link): port 0
+    /// toward every routed destination in its component, without the table (whose
+    /// row for each of thousands of hosts would be a cache miss per packet).
+    #[inline]
+    pub fn next_single_port(&self, node: usize, dst: usize) -> Option<PortId> {
+        let routed = matches!(self.slot.get(dst), Some(Some(_)));
+        (routed && dst != node && self.comp[node] == self.comp[dst]).then_some(0)
     }
 
     pub fn reachable(&self, from: usize, to: usize) -> bool {
@@ -117,5 +174,53 @@ mod tests {
             None,
             "no routes toward a node that is no destination"
         );
+    }
+
+    #[test]
+    fn single_port_shortcut_agrees_with_the_table() {
+        // Two components (0..=5 and 6..=8) with hosts on one link, routers, a parallel
+        // pair; destinations a subset (so some nodes have no routes toward them).
+        let links = [
+            (0, 2),
+            (1, 2),
+            (2, 3),
+            (3, 4),
+            (3, 5),
+            (3, 5),
+            (6, 7),
+            (7, 8),
+        ];
+        let n = 10; // node 9 is isolated
+        for dests in [
+            vec![0, 1, 4, 8],
+            vec![4],
+            vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+        ] {
+            let r = Routes::compute(n, &links, &dests);
+            let mut checked = 0;
+            for u in (0..n).filter(|&u| r.ports(u).len() == 1) {
+                // reference: u reaches d (a routed destination other than u) by BFS
+                let mut seen = vec![false; n];
+                let mut q = VecDeque::from([u]);
+                seen[u] = true;
+                while let Some(x) = q.pop_front() {
+                    for &(a, b) in &links {
+                        for (p, o) in [(a, b), (b, a)] {
+                            if p == x && !seen[o] {
+                                seen[o] = true;
+                                q.push_back(o);
+                            }
+                        }
+                    }
+                }
+                for d in 0..n + 2 {
+                    let want = (d < n && d != u && seen[d] && dests.contains(&d)).then_some(0);
+                    assert_eq!(r.next_single_port(u, d), want, "node {u} toward {d}");
+                    assert_eq!(r.next(u, d), want, "node {u} toward {d}");
+                    checked += usize::from(want.is_some());
+                }
+            }
+            assert!(checked > 0);
+        }
     }
 }
