@@ -54,6 +54,14 @@ def main():
             print(row(f"dumbbell, {n} flows", bench(p, repeat=1 if n == 1000 else 3)))
     for t in (15, 30, 60, 120):
         print(row(f"dumbbell100, {t} s simulated", bench(ROOT / "examples" / "dumbbell100.toml", t)))
+    # seed 002's 80 Tahoe flows over cell-level ATM (issue target: 30 s in under 5 s)
+    atm = ROOT / "examples" / "atm-wan.toml"
+    print(row("atm-wan, EPD (issue target: <= 5 s)", bench(atm)))
+    with tempfile.TemporaryDirectory() as d:
+        for pol in ("ubr", "scd-epd"):
+            p = Path(d) / f"atm-wan-{pol}.toml"
+            p.write_text(atm.read_text().replace('policy = "epd"', f'policy = "{pol}"', 1))
+            print(row(f"atm-wan, {pol.upper()}", bench(p)))
 
 
 if __name__ == "__main__":

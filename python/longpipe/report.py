@@ -51,7 +51,15 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
     out.append(table(["link", "util", "packets", "queue drops", "loss drops", "max queue"], lrows))
     for lk in data["links"]:
         l2 = lk.get("l2")
-        if l2 and l2["pdus_sent"]:
+        if l2 and l2.get("kind") == "atm":
+            if l2.get("cells_dropped"):
+                out.append(f"ATM {lk['a']}->{lk['b']} ({l2['policy']}, buffer {l2['buffer_cells']} cells): "
+                           f"{l2['cells_dropped']} cells dropped (full {l2['dropped_full']}, tagged "
+                           f"{l2['dropped_tagged']}, EPD {l2['dropped_epd']}, PPD {l2['dropped_ppd']}), "
+                           f"{l2['pdus_discarded_whole']} PDUs discarded whole")
+            if l2.get("cells_tagged"):
+                out.append(f"ATM {lk['a']}->{lk['b']}: {l2['cells_tagged']} cells tagged CLP=1 by {lk['b']}'s UPC")
+        elif l2 and l2["pdus_sent"]:
             d = l2["sdu_delay_p95_s"]
             out.append(f"RLC {lk['a']}->{lk['b']}: {l2['pdus_per_tti']} PDUs/TTI, {l2['pdus_sent']} PDUs sent, "
                        f"{l2['pdus_retransmitted']} retransmitted, {l2['status_sent']} STATUS, "
@@ -64,6 +72,11 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
                    + ("" if g.get("satellite_efficiency") is None
                       else f", satellite efficiency {g['satellite_efficiency']:.3f}")
                    + (", FAILED" if g["failed"] else ""))
+    vcs = (data.get("atm") or {}).get("vcs") or []
+    if vcs:
+        tot = {k: sum(v[k] for v in vcs) for k in ("pdus_sent", "pdus_lost", "loss_events", "cells_tagged")}
+        out.append(f"ATM VCs: {len(vcs)}, {tot['pdus_sent']} PDUs sent, {tot['pdus_lost']} lost, "
+                   f"{tot['loss_events']} loss events, {tot['cells_tagged']} cells tagged")
     nodes = data.get("nodes") or []
     if nodes:
         shown = nodes if len(nodes) <= 12 else nodes[:8] + [{"name": "...", "kind": "", "ipv4": ""}] + nodes[-3:]

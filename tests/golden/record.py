@@ -67,7 +67,7 @@ def main() -> int:
             api.run(ex)
         api.run(ROOT / "examples/geo.toml", pcap=["gw-client", "server-gw"], timeseries=True)
         api.run(ROOT / "examples/wcdma.toml", overrides={"flow.sack": True}, timeseries=True)
-        for name in ("hybla", "wcdma", "gateway", "peach"):
+        for name in ("hybla", "wcdma", "gateway", "peach", "atm"):
             rc = cli.main(["reproduce", name, "--quick", "--out", f"{tmp}/{name}", "--jobs", "1"])
             assert rc == 0, name
     # Threads may finish out of order; the key makes the file order stable.

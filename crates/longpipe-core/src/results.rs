@@ -5,6 +5,7 @@
 //! Counters are the elements' own counter structs, flattened in: nothing is copied
 //! field by field.
 
+use crate::l2::atm::report::{AtmLineReport, AtmReport};
 use crate::l2::rlc::{RlcCounters, RlcReport};
 use crate::middlebox::gateway::GatewayCounters;
 use crate::net::link::{ClassCounters, LinkCounters};
@@ -128,6 +129,8 @@ impl LinkResult {
 pub enum L2Report {
     #[serde(rename = "rlc-am")]
     RlcAm(RlcReport),
+    #[serde(rename = "atm")]
+    Atm(AtmLineReport),
 }
 
 impl L2Report {
@@ -135,6 +138,15 @@ impl L2Report {
     pub fn rlc(&self) -> Option<&RlcReport> {
         match self {
             L2Report::RlcAm(r) => Some(r),
+            L2Report::Atm(_) => None,
+        }
+    }
+
+    /// The ATM report, if this is one.
+    pub fn atm(&self) -> Option<&AtmLineReport> {
+        match self {
+            L2Report::Atm(r) => Some(r),
+            L2Report::RlcAm(_) => None,
         }
     }
 }
@@ -177,6 +189,9 @@ pub struct SimResult {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gateways: Vec<GatewayResult>,
     pub nodes: Vec<NodeResult>,
+    /// Per-VC ATM counters (only when the scenario has ATM links).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub atm: Option<AtmReport>,
     pub sim: SimStats,
 }
 

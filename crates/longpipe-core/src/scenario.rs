@@ -7,6 +7,7 @@
 
 use crate::error::err;
 pub use crate::error::ScenarioError;
+use crate::l2::atm::{self, PortLimits, SwitchSpec};
 use crate::l2::{Layer2Config, Layer2Spec};
 use crate::middlebox::gateway::{GatewayConfig, GatewaySpec};
 use crate::net::link::LinkDirConfig;
@@ -53,6 +54,9 @@ pub struct Scenario {
     /// TCP flows.
     #[serde(default)]
     pub flow: Vec<FlowSpec>,
+    /// Defaults of every `atm-switch` (policy, buffer, thresholds).
+    #[serde(default)]
+    pub atm: Option<SwitchSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
@@ -63,6 +67,8 @@ pub enum NodeKind {
     Router,
     /// A satellite TCP gateway (ACK-spoofing PEP); options in `gateway`.
     TcpGateway,
+    /// An ATM switch: cells between ATM links; options in `atm`.
+    AtmSwitch,
 }
 
 impl NodeKind {
@@ -71,6 +77,7 @@ impl NodeKind {
             NodeKind::Host => "host",
             NodeKind::Router => "router",
             NodeKind::TcpGateway => "tcp-gateway",
+            NodeKind::AtmSwitch => "atm-switch",
         }
     }
 }
@@ -84,6 +91,9 @@ pub struct NodeSpec {
     /// Options of a `tcp-gateway` node.
     #[serde(default)]
     pub gateway: Option<GatewaySpec>,
+    /// Options of an `atm-switch` node (defaults from the scenario's `[atm]`).
+    #[serde(default)]
+    pub atm: Option<SwitchSpec>,
 }
 
 /// A duplex link: two directions, each a queue, a transmitter, a loss model and a delay
@@ -147,6 +157,8 @@ pub struct NodeInfo {
     pub name: String,
     pub kind: NodeKind,
     pub gateway: Option<GatewayInfo>,
+    /// An `atm-switch`'s port limits and policy.
+    pub atm: Option<PortLimits>,
 }
 
 /// One direction of a link.
@@ -340,11 +352,27 @@ impl Scenario {
                     "only applies to kind = \"tcp-gateway\"",
                 );
             }
+            if n.atm.is_some() && n.kind != NodeKind::AtmSwitch {
+                return err(
+                    format!("node[{i}].atm"),
+                    "only applies to kind = \"atm-switch\"",
+                );
+            }
+            let atm = (n.kind == NodeKind::AtmSwitch)
+                .then(|| {
+                    SwitchSpec::resolve(
+                        n.atm.as_ref(),
+                        self.atm.as_ref(),
+                        &format!("node[{i}].atm"),
+                    )
+                })
+                .transpose()?;
             index.insert(n.name.clone(), nodes.len());
             nodes.push(NodeInfo {
                 name: n.name.clone(),
                 kind: n.kind,
                 gateway: None,
+                atm,
             });
         }
         if self.link.is_empty() {
@@ -372,6 +400,7 @@ impl Scenario {
                         name: name.clone(),
                         kind: NodeKind::Host,
                         gateway: None,
+                        atm: None,
                     });
                     nodes.len() - 1
                 });
@@ -390,6 +419,7 @@ impl Scenario {
                 Some(r) => r.resolve(&format!("{p}.rate_ba"))?,
                 None => (rate, trace.clone()),
             };
+            let l2_ba = l.layer2.as_ref().and_then(Layer2Spec::reverse_default);
             let mut fwd = resolve_dir(
                 &p,
                 rate,
@@ -408,7 +438,7 @@ impl Scenario {
                     ("queue", l.queue.as_ref())
                 },
                 ("loss_ba", l.loss_ba.as_ref()),
-                ("layer2_ba", l.layer2_ba.as_ref()),
+                ("layer2_ba", l.layer2_ba.as_ref().or(l2_ba.as_ref())),
             )?;
             let shape = LinkShape {
                 sym_rate: l.rate_ba.is_none(),
@@ -551,6 +581,7 @@ impl Scenario {
                 });
             }
         }
+        self.check_atm(&nodes, &links, &flows)?;
         Ok(ValidScenario {
             name: self.name.clone().unwrap_or_else(|| "scenario".into()),
             seed: self.seed.unwrap_or(1),
@@ -560,6 +591,41 @@ impl Scenario {
             links,
             flows,
         })
+    }
+}
+
+impl Scenario {
+    /// The ATM rules that tie switches, ATM links and flows together.
+    fn check_atm(
+        &self,
+        nodes: &[NodeInfo],
+        links: &[LinkInfo],
+        flows: &[FlowInfo],
+    ) -> Result<(), ScenarioError> {
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        let switch: Vec<bool> = nodes.iter().map(|n| n.atm.is_some()).collect();
+        fn atm_of(d: &DirInfo) -> Option<&atm::AtmLineConfig> {
+            match &d.layer2 {
+                Some(Layer2Config::Atm(c)) => Some(c),
+                _ => None,
+            }
+        }
+        let views: Vec<atm::config::LinkView> = links
+            .iter()
+            .zip(&self.link)
+            .map(|(l, s)| atm::config::LinkView {
+                a: l.a,
+                b: l.b,
+                atm: [atm_of(&l.dirs[0]), atm_of(&l.dirs[1])],
+                other_layer2: [0, 1]
+                    .map(|k| l.dirs[k].layer2.is_some() && atm_of(&l.dirs[k]).is_none()),
+                rates: [l.dirs[0].link.rate, l.dirs[1].link.rate],
+                queue_given: [s.queue.is_some(), s.queue_ba.is_some()],
+            })
+            .collect();
+        let fl: Vec<(usize, usize, usize)> =
+            flows.iter().map(|f| (f.src, f.dst, f.spec_index)).collect();
+        atm::config::check_topology(&names, &switch, &views, &fl, self.atm.is_some())
     }
 }
 

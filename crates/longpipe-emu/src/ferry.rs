@@ -120,6 +120,9 @@ impl Net {
                         info.link.queue.admission,
                         loss,
                     ))),
+                    Some(Layer2Config::Atm(_)) => {
+                        unreachable!("linux::map refuses ATM links before a run")
+                    }
                 };
                 dirs.push(d.add(e));
             }

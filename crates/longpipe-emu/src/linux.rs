@@ -4,9 +4,10 @@
 //! buffer limits) — one namespace per node, so a per-namespace setting must agree for
 //! every flow of that node. What Linux cannot express is listed in
 //! [`Mapping::unmapped`] (reported in the result), or refused when the run would not mean
-//! what the scenario says (tahoe, a tcp-gateway node, an unavailable congestion
-//! control). See docs/emulation.md.
+//! what the scenario says (tahoe, a tcp-gateway node, an ATM switch or link, an
+//! unavailable congestion control). See docs/emulation.md.
 
+use longpipe_core::l2::Layer2Config;
 use longpipe_core::net::packet::node_addr;
 use longpipe_core::scenario::{NodeKind, ScenarioError, ValidScenario};
 use longpipe_core::tcp::config::TcpKind;
@@ -110,6 +111,22 @@ pub fn map(
                 format!("node[{i}].kind"),
                 "a tcp-gateway node is simulated only: longpipe emu runs hosts and routers",
             );
+        }
+        if n.kind == NodeKind::AtmSwitch {
+            return err(
+                format!("node[{i}].kind"),
+                "an atm-switch node is simulated only: longpipe emu runs hosts and routers",
+            );
+        }
+    }
+    for (i, l) in sc.links.iter().enumerate() {
+        for (k, d) in l.dirs.iter().enumerate() {
+            if matches!(d.layer2, Some(Layer2Config::Atm(_))) {
+                return err(
+                    format!("link[{i}].layer2{}", if k == 0 { "" } else { "_ba" }),
+                    "an ATM link (cells) is simulated only: longpipe emu carries packets",
+                );
+            }
         }
     }
     if let Some(c) = cc {
@@ -511,5 +528,16 @@ mod tests {
             .validate()
             .unwrap();
         assert_eq!(map(&g, None, &avail()).unwrap_err().path, "node[0].kind");
+        // cell-level ATM is simulated only: switches and links alike
+        let atm = |node: &str| {
+            parse_json(&format!(r#"{{"duration":"5s","node":[{node}],"link":[{{"a":"s","b":"x","rate":"1Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}},{{"a":"x","b":"c","rate":"1Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}}]}}"#))
+                .unwrap()
+                .validate()
+                .unwrap()
+        };
+        let e = map(&atm(r#"{"name":"x","kind":"atm-switch"}"#), None, &avail()).unwrap_err();
+        assert_eq!(e.path, "node[0].kind");
+        let e = map(&atm(r#"{"name":"x","kind":"router"}"#), None, &avail()).unwrap_err();
+        assert_eq!(e.path, "link[0].layer2");
     }
 }

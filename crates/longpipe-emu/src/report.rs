@@ -49,6 +49,7 @@ pub fn result(
         links: links(sc, dirs, measured),
         fairness_jain: (!g.is_empty() && sq > 0.0).then(|| sum * sum / (g.len() as f64 * sq)),
         gateways: Vec::new(),
+        atm: None,
         nodes: sc
             .nodes
             .iter()

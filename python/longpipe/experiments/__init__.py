@@ -5,6 +5,7 @@ REGISTRY = {
     "wcdma": "longpipe.experiments.wcdma",
     "gateway": "longpipe.experiments.gateway",
     "peach": "longpipe.experiments.peach",
+    "atm": "longpipe.experiments.atm",
     "crosscheck": "longpipe.experiments.crosscheck",
     "crosscheck-linux": "longpipe.experiments.crosscheck_linux",
 }

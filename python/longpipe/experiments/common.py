@@ -23,6 +23,8 @@ CITATIONS = {
              "\"A TCP profile for W-CDMA\" (in Japanese; seed paper 000)",
     "hybla": "Takanobu Endo, Jeyeon Kim, Satoshi Utsumi, Yasushi Kato, Salim Zabir: \"Analytical Model of TCP "
              "Hybla for Satellite IP Networks\" (in Japanese; seed paper 001)",
+    "atm": "Toru Hasegawa, Shigehiro Ano, Toshihiko Kato (KDD R&D Laboratories): \"Performance Evaluation using "
+           "Simulation of TCP over Wide Area ATM Networks\" (in Japanese; seed paper 002)",
     "gateway": "Yutaka Miyake, Teruyuki Hasegawa, Toru Hasegawa, Toshihiko Kato (KDD R&D Laboratories): "
                "\"A Proposal of TCP Gateway System for Satellite-based Internet Access\" (in Japanese; seed paper 003)",
     "peach": "Satoshi Utsumi, S. M. Salim Zabir, Norio Shiratori (Tohoku University; JSPS; France Telecom Japan): "

@@ -3,6 +3,7 @@
 //! a link direction's plain queue and transmitter: SDUs in, timed SDUs out at the far
 //! end. One file per link layer and one arm in [`Layer2Spec`] / [`Layer2Config`].
 
+pub mod atm;
 pub mod rlc;
 
 use crate::error::ScenarioError;
@@ -15,18 +16,31 @@ use serde::Deserialize;
 pub enum Layer2Spec {
     /// 3GPP TS 25.322 RLC acknowledged mode; the link rate is the bearer's payload rate.
     RlcAm(rlc::RlcSpec),
+    /// ATM with AAL5: cells at the link rate; see docs/notes/atm.md.
+    Atm(atm::AtmLineSpec),
 }
 
 /// A resolved link layer.
 #[derive(Debug, Clone)]
 pub enum Layer2Config {
     RlcAm(rlc::RlcConfig),
+    Atm(atm::AtmLineConfig),
 }
 
 impl Layer2Spec {
     pub fn resolve(&self, path: &str) -> Result<Layer2Config, ScenarioError> {
         Ok(match self {
             Layer2Spec::RlcAm(s) => Layer2Config::RlcAm(s.resolve(path)?),
+            Layer2Spec::Atm(s) => Layer2Config::Atm(s.resolve(path)?),
         })
+    }
+
+    /// What the reverse direction gets when only this one is given: an ATM link is ATM
+    /// both ways (with the default options); other layers apply to one direction.
+    pub fn reverse_default(&self) -> Option<Layer2Spec> {
+        match self {
+            Layer2Spec::Atm(_) => Some(Layer2Spec::Atm(atm::AtmLineSpec::default())),
+            Layer2Spec::RlcAm(_) => None,
+        }
     }
 }

@@ -44,7 +44,9 @@ impl Element<Unit> for Capture {
     type Metrics = ();
 
     fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        let Unit::Packet(p) = &unit;
+        let Unit::Packet(p) = &unit else {
+            return; // captures are refused on ATM links
+        };
         self.record(now, p);
         if port == INLINE {
             out.push(Emit::Now { port: 0, unit });

@@ -97,8 +97,10 @@ impl Element<Unit> for Forwarder {
     type Metrics = ();
 
     fn handle(&mut self, _now: SimTime, _port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        let Unit::Packet(p) = unit;
-        self.forward(p, out);
+        match unit {
+            Unit::Packet(p) => self.forward(p, out),
+            Unit::Cell(_) => self.unroutable += 1, // cells end at ATM adapters
+        }
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {

@@ -9,10 +9,12 @@
 //! delivery) on the way out and its ACK as many on the way back (counted without
 //! delayed ACKs: an upper bound), plus the endpoints' timers; an RLC direction adds its
 //! TTI wake-ups, a scheduled direction its changes (and flows are counted at its
-//! fastest scheduled rate). Losses, which add retransmissions but mostly cut the rate,
-//! are ignored.
+//! fastest scheduled rate); an ATM direction into a switch adds one event per cell (a data
+//! packet's AAL5 cells, an ACK's one). Losses, which add retransmissions but mostly cut the
+//! rate, are ignored.
 //! On the examples the estimate is 1 to 60 times the events actually run.
 
+use crate::l2::atm::aal5::cells_for;
 use crate::l2::Layer2Config;
 use crate::net::routing::Routes;
 use crate::scenario::ValidScenario;
@@ -66,6 +68,8 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         rev: Vec<usize>,
         demand: f64,
         pkt_bits: f64,
+        /// Events per data packet and its ACK for the cells entering ATM switches.
+        cell_events: f64,
         cap_pkts: f64,
         active: f64,
     }
@@ -86,9 +90,23 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 .max(1e-6);
             let window = f.tcp.receiver.buffer as f64 * 8.0 / rtt;
             let mss = f.tcp.sender.mss as f64;
+            let cells = |i: usize, len: u32| -> f64 {
+                let l = &sc.links[i / 2];
+                let to = if i.is_multiple_of(2) { l.b } else { l.a };
+                match &dir(i).layer2 {
+                    Some(Layer2Config::Atm(c)) if sc.nodes[to].atm.is_some() => {
+                        cells_for(len, c.llc) as f64
+                    }
+                    _ => 0.0,
+                }
+            };
+            let size = f.tcp.sender.mss.saturating_add(40);
+            let cell_events = fwd.iter().map(|&i| cells(i, size)).sum::<f64>()
+                + rev.iter().map(|&i| cells(i, 40)).sum::<f64>();
             F {
                 demand: bottleneck.min(window),
                 pkt_bits: (mss + 40.0) * 8.0,
+                cell_events,
                 cap_pkts: f
                     .tcp
                     .sender
@@ -116,7 +134,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         let data = (f.demand * share * f.active / f.pkt_bits).min(f.cap_pkts);
         let hops = (f.fwd.len() + f.rev.len()) as f64;
         packets += data * hops;
-        events += data * (2.0 * hops + 4.0);
+        events += data * (2.0 * hops + 4.0 + f.cell_events);
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
@@ -169,5 +187,31 @@ mod tests {
         // a sized transfer costs what it sends
         let sized = r#"{"src":"s","dst":"c","app":{"bytes":"146KB"}}"#;
         assert!((est(link, sized, "10s") - 110.0 * 12.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn atm_hops_into_a_switch_add_one_event_per_cell() {
+        let sc = |l2: &str| {
+            format!(
+                r#"{{"duration":"10s","node":[{{"name":"sw","kind":"{}"}}],
+                "link":[{{"a":"s","b":"sw","rate":"10Mbps","delay":"1ms"{l2}}},
+                {{"a":"sw","b":"r","rate":"10Mbps","delay":"1ms"{l2}}}],
+                "flow":[{{"src":"s","dst":"r","rwnd":"1MB"}}]}}"#,
+                if l2.is_empty() {
+                    "router"
+                } else {
+                    "atm-switch"
+                }
+            )
+        };
+        let e = |t: String| estimate(&parse_json(&t).unwrap().validate().unwrap()).events;
+        let plain = e(sc(""));
+        let atm = e(sc(r#","layer2":{"kind":"atm"}"#));
+        // 4 hops: 12 events a data packet; s -> sw carries its 32 cells into the switch,
+        // r -> sw its ACK's one cell; the hops into hosts add nothing
+        assert!(
+            (atm / plain - (12.0 + 33.0) / 12.0).abs() < 1e-9,
+            "{atm} vs {plain}"
+        );
     }
 }

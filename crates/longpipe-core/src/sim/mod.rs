@@ -5,6 +5,7 @@
 //!
 //! Adding an element kind: its module, one line in [`registry`], its construction here.
 
+mod atm;
 pub mod estimate;
 pub mod registry;
 
@@ -178,6 +179,8 @@ pub struct Sim<'a> {
     /// Elements of each flow: (sender, receiver).
     flows: Vec<(ElemId, ElemId)>,
     caps: Vec<ElemId>,
+    routes: Arc<Routes>,
+    n_vcs: usize,
 }
 
 impl<'a> Sim<'a> {
@@ -247,6 +250,8 @@ impl<'a> Sim<'a> {
             flows.push((s, r));
         }
 
+        let vcs = atm::vc_table(sc, &tcp_elems);
+
         // Link directions.
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         for (li, l) in sc.links.iter().enumerate() {
@@ -269,6 +274,9 @@ impl<'a> Sim<'a> {
                         info.link.queue.admission,
                         loss,
                     ))),
+                    Some(Layer2Config::Atm(cfg)) => {
+                        Elem::Atm(atm::line(sc, li, k, cfg, loss, &vcs))
+                    }
                 };
                 dirs.push(d.add(e));
             }
@@ -289,6 +297,9 @@ impl<'a> Sim<'a> {
         }
         for (n, fwd) in fwds.into_iter().enumerate() {
             let e = match &sc.nodes[n].gateway {
+                None if sc.nodes[n].atm.is_some() => {
+                    Elem::AtmSwitch(atm::switch(sc, n, &routes, vcs.len()))
+                }
                 None => Elem::Node(fwd),
                 Some(g) => {
                     let up = &sc.links[g.uplink];
@@ -326,6 +337,7 @@ impl<'a> Sim<'a> {
         let mut caps = Vec::new();
         for spec in &opts.pcap {
             let (li, at_a) = parse_capture(sc, spec)?;
+            atm::check_capture(sc, li, spec)?;
             let (out_k, in_k) = if at_a { (0, 1) } else { (1, 0) };
             let (out_dir, in_dir) = (dirs[2 * li + out_k], dirs[2 * li + in_k]);
             let c = d.add(Elem::Capture(Capture::new(spec.clone())));
@@ -349,6 +361,8 @@ impl<'a> Sim<'a> {
             nodes,
             flows,
             caps,
+            routes,
+            n_vcs: vcs.len(),
         })
     }
 
@@ -467,6 +481,9 @@ impl<'a> Sim<'a> {
             let r = match &delta[id as usize] {
                 ElemMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured),
                 ElemMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
+                ElemMetrics::Atm(c) => {
+                    atm::link_row(sc, &self.routes, delta, &self.nodes, (a, b, i), c, measured)
+                }
                 _ => unreachable!("a link direction"),
             };
             links.push(r.with_classes(report_classes));
@@ -512,6 +529,7 @@ impl<'a> Sim<'a> {
             fairness_jain,
             gateways,
             nodes,
+            atm: atm::report(sc, delta, self.n_vcs),
             sim: SimStats {
                 events: self.d.events(),
             },

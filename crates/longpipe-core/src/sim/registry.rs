@@ -4,6 +4,8 @@
 
 use crate::element::{Element, Emit, PortId};
 use crate::engine::driver::{Dispatch, Stamp};
+use crate::l2::atm::line::AtmLine;
+use crate::l2::atm::switch::AtmSwitch;
 use crate::l2::rlc::RlcLink;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::net::capture::Capture;
@@ -64,6 +66,8 @@ elements! {
     Gateway(Box<GatewayNode>),
     Tcp(TcpElement),
     Capture(Capture),
+    Atm(AtmLine),
+    AtmSwitch(AtmSwitch),
 }
 
 impl Stamp for Unit {
@@ -76,6 +80,7 @@ impl Stamp for Unit {
                     *next += 1;
                 }
             }
+            Unit::Cell(_) => {} // a cell's packet was stamped when it was sent
         }
     }
 }

@@ -361,7 +361,9 @@ impl Element<Unit> for TcpElement {
     type Metrics = TcpMetrics;
 
     fn handle(&mut self, now: SimTime, _port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        let Unit::Packet(p) = unit;
+        let Unit::Packet(p) = unit else {
+            return; // cells end at ATM adapters, never at an endpoint
+        };
         self.ep.on_packet(now, &p, &mut self.pkts);
         self.emit(out);
     }

@@ -39,7 +39,10 @@ impl Element<Unit> for GatewayNode {
     type Metrics = GatewayCounters;
 
     fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        let Unit::Packet(p) = unit;
+        let Unit::Packet(p) = unit else {
+            self.fwd.unroutable += 1; // cells end at ATM adapters
+            return;
+        };
         let route = self.fwd.route(&p);
         let dir = match route {
             Some(r) if r == self.uplink => Dir::ToClient,

@@ -1,0 +1,170 @@
+//! The `atm-switch` node: cells in on its input lines, out on the line toward their
+//! VC's destination. Input ports with a traffic contract run usage parameter control:
+//! the GCRA of that line (its VP, which groups all the VCs the line carries) tags
+//! non-conforming CLP = 0 cells CLP = 1 — only when the switch's discard policy looks
+//! at CLP (`scd`, `scd-epd`; UBR has no contract). The output buffers and their
+//! discard policy are the output lines' ([`super::line::AtmLine`]).
+//!
+//! Ports are numbered as a forwarding node's ([`crate::net::routing::Routes::ports`]).
+
+use super::gcra::Gcra;
+use super::PerIndex;
+use crate::element::{Element, Emit, PortId};
+use crate::net::routing::Routes;
+use crate::time::SimTime;
+use crate::unit::Unit;
+use std::sync::Arc;
+
+crate::counters! {
+    /// Counters of a switch.
+    pub struct SwitchCounters {
+        /// Cells switched.
+        pub cells: u64,
+        /// Cells tagged by UPC, per input port and per VC.
+        pub tagged_by_port: PerIndex<u64>,
+        pub tagged_by_vc: PerIndex<u64>,
+        /// Units that could not be switched (a packet, or a cell with no route).
+        pub stray: u64,
+    }
+}
+
+pub struct AtmSwitch {
+    node: usize,
+    routes: Arc<Routes>,
+    /// The UPC of each input port, if it polices.
+    upc: Vec<Option<Gcra>>,
+    c: SwitchCounters,
+}
+
+impl AtmSwitch {
+    /// Switch `node`; `upc[k]` polices input port `k`.
+    pub fn new(node: usize, routes: Arc<Routes>, upc: Vec<Option<Gcra>>, n_vcs: usize) -> Self {
+        let n = upc.len();
+        AtmSwitch {
+            node,
+            routes,
+            upc,
+            c: SwitchCounters {
+                tagged_by_port: PerIndex::with_len(n),
+                tagged_by_vc: PerIndex::with_len(n_vcs),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl Element<Unit> for AtmSwitch {
+    type Metrics = SwitchCounters;
+
+    fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
+        let Unit::Cell(mut cell) = unit else {
+            self.c.stray += 1;
+            return;
+        };
+        if let Some(Some(g)) = self.upc.get_mut(port as usize) {
+            if !cell.clp && !g.conforms(now) {
+                cell.clp = true;
+                *self.c.tagged_by_port.at(port as usize) += 1;
+                *self.c.tagged_by_vc.at(cell.vc as usize) += 1;
+            }
+        }
+        match self.routes.next(self.node, cell.dst as usize) {
+            Some(p) => {
+                self.c.cells += 1;
+                out.push(Emit::Now {
+                    port: p,
+                    unit: Unit::Cell(cell),
+                });
+            }
+            None => self.c.stray += 1,
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<SimTime> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<Unit>>) {}
+
+    fn metrics(&self, _now: SimTime) -> SwitchCounters {
+        self.c.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::l2::atm::Cell;
+    use crate::net::packet::{node_addr, Packet, Segment};
+
+    fn cell(vc: u32, dst: u32, clp: bool) -> Unit {
+        Unit::Cell(Cell {
+            vc,
+            dst,
+            pdu: 0,
+            ncells: 1,
+            eom: true,
+            clp,
+            epoch: 0,
+            epoch_start: 0,
+            sdu: None,
+        })
+    }
+
+    /// Switch 0 with lines to hosts 1 and 2 (ports 0 and 1) and to host 3 (port 2).
+    fn switch(upc: Vec<Option<Gcra>>) -> AtmSwitch {
+        let r = Routes::compute(4, &[(1, 0), (2, 0), (0, 3)], &[1, 3]);
+        AtmSwitch::new(0, Arc::new(r), upc, 4)
+    }
+
+    fn emitted(out: &[Emit<Unit>]) -> Vec<(PortId, bool)> {
+        out.iter()
+            .map(|e| match e {
+                Emit::Now {
+                    port,
+                    unit: Unit::Cell(c),
+                } => (*port, c.clp),
+                _ => panic!("cells now"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cells_follow_their_vc_and_the_input_lines_upc_tags_the_excess() {
+        // port 0 polices GCRA(10 ns, 0); port 1 does not
+        let mut s = switch(vec![Some(Gcra::new(10, 0)), None, None]);
+        let mut out = vec![];
+        s.handle(SimTime(0), 0, cell(0, 3, false), &mut out);
+        s.handle(SimTime(5), 0, cell(1, 3, false), &mut out); // early: tagged
+        s.handle(SimTime(5), 1, cell(2, 3, false), &mut out); // port 1: no contract
+        s.handle(SimTime(6), 0, cell(1, 3, true), &mut out); // already tagged: not tested
+        s.handle(SimTime(10), 0, cell(0, 3, false), &mut out); // conforms (TAT 10)
+        s.handle(SimTime(11), 2, cell(3, 1, false), &mut out); // toward host 1
+        assert_eq!(
+            emitted(&out),
+            [
+                (2, false),
+                (2, true),
+                (2, false),
+                (2, true),
+                (2, false),
+                (0, false)
+            ]
+        );
+        let m = s.metrics(SimTime(20));
+        assert_eq!(m.cells, 6);
+        assert_eq!(m.tagged_by_port.0, [1, 0, 0]);
+        assert_eq!(m.tagged_by_vc.0, [0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn packets_and_cells_without_a_route_are_counted_and_dropped() {
+        let mut s = switch(vec![None, None, None]);
+        let mut out = vec![];
+        s.handle(SimTime(0), 0, cell(0, 2, false), &mut out); // no route toward 2
+        let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
+        s.handle(SimTime(0), 0, Unit::Packet(p), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(s.metrics(SimTime(0)).stray, 2);
+    }
+}

@@ -1,0 +1,73 @@
+"""Seed 002 (TCP over wide-area ATM): `longpipe reproduce atm --quick` end to end, and the
+ATM example through the CLI."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "atm-wan.toml"
+
+
+def test_example_policy_switches_the_whole_network_from_one_key(tmp_path):
+    docs = {}
+    for pol in ("ubr", "scd"):
+        r = cli("run", EXAMPLE, "--json", "--set", "duration=4s", "--set", f"atm.policy={pol}", check=True)
+        docs[pol] = json.loads(r.stdout)
+    for pol, d in docs.items():
+        ports = [lk["l2"] for lk in d["links"] if lk["l2"]["sender"] == "port"]
+        assert ports and all(p["policy"] == pol for p in ports)
+        relay = next(lk for lk in d["links"] if (lk["a"], lk["b"]) == ("sw1", "sw2"))
+        assert relay["l2"]["buffer_cells"] == 8000
+        assert relay["l2"]["epd_threshold_cells"] == 8000 - 40 * 32
+        assert len(d["atm"]["vcs"]) == 160
+    tagged = {pol: sum(v["cells_tagged"] for v in d["atm"]["vcs"]) for pol, d in docs.items()}
+    assert tagged["ubr"] == 0, "no traffic contract under UBR"
+    assert tagged["scd"] > 0
+    # the 1500 B packets of the example take 32 cells each; the SYN (52 B with options)
+    # 2 and the handshake's ACK (40 B) 1
+    v = docs["ubr"]["atm"]["vcs"][0]
+    assert v["dir"] == "data" and v["cells_sent"] == 32 * (v["pdus_sent"] - 2) + 3
+
+
+def test_atm_input_errors_are_one_line_exit_2(tmp_path):
+    r = cli("run", EXAMPLE, "--set", "atm.policy=red")
+    assert r.returncode == 2 and "atm.policy" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text('duration = "1s"\n[atm]\npolicy = "epd"\n[[link]]\na = "x"\nb = "y"\nrate = "1Mbps"\n'
+                   'delay = "1ms"\n')
+    r = cli("run", bad)
+    assert r.returncode == 2 and "atm: sets defaults for atm-switch nodes" in r.stderr
+    r = cli("run", EXAMPLE, "--pcap", "sw1-sw2", "--set", "duration=1s")
+    assert r.returncode == 2 and "ATM link" in r.stderr
+
+
+@pytest.mark.slow
+def test_reproduce_atm_quick(tmp_path):
+    out = tmp_path / "atm"
+    r = cli("reproduce", "atm", "--quick", "--out", out, check=True)
+    for t in ("Table 1", "Table 2", "Table 3", "Table 4", "The paper's findings"):
+        assert t in r.stdout
+    data = json.loads((out / "tables.json").read_text())
+    # Tables 1-4 at 8000 cells / 80 ms: 2 rows x 4 policies each, the paper's numbers beside ours
+    for name in ("table1", "table2", "table3", "table4"):
+        rows = data[name]
+        assert len(rows) == 8 and {x["policy"] for x in rows} == {"ubr", "epd", "scd", "scd-epd"}
+    t1 = {(x["row"], x["policy"]): x for x in data["table1"]}
+    assert t1[(552, "ubr")]["paper"] == 0.31 and t1[(1500, "scd-epd")]["paper"] == 0.48
+    for x in data["table1"] + data["table3"]:
+        assert 0.05 < x["ours_mbps"] < 1.5
+    # utilization: below the ATM payload rate, and 552 B packets never above 512/576
+    assert len(data["utilization"]) == 4
+    for x in data["utilization"]:
+        assert 0.3 < x["util"] < 1.0
+    for f in ("fig3_util_1500B_80ms.png", "tables_ours_vs_paper.png"):
+        assert (out / f).read_bytes()[:4] == b"\x89PNG"
+    # the runs are stored (fig. 3: 1 buffer x 4 policies; tables: 2 networks x 4 policies)
+    stored = sorted((out / "store" / "runs" / "runs").glob("*.parquet"))
+    assert len(stored) == 12
+    r2 = cli("reproduce", "atm", "--quick", "--out", out, check=True)
+    assert r2.stdout == r.stdout
