@@ -15,6 +15,9 @@
 //! at the end, on Ctrl-C or SIGTERM, and on a panic. Exit status: 0 (or the command's
 //! status), 2 bad input or an unusable environment (one line on stderr), 1 internal
 //! error, 130 interrupted.
+//!
+//! Why one file of ~660 lines: argument parsing and the set-up and tear-down sequence of
+//! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
 use longpipe_emu::ferry::{Ferry, MonoClock, Net};

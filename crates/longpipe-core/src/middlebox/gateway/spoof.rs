@@ -36,6 +36,10 @@
 //! the client segments it passes to the server to that scale; the client's own window
 //! fields are read with the client's shift. Without scaling (either SYN lacks the
 //! option) all windows are at most 65535 B.
+//!
+//! Why one file of ~830 lines: one connection's spoofing state machine (server side,
+//! satellite side, go-back-N, FIN and RST), whose halves read each other's state on
+//! every segment; its tests are in the gateway's `tests.rs`.
 
 use super::{ConnKey, Dir, GatewayConfig, GatewayCounters};
 use crate::net::packet::{Packet, Segment, ACK, FIN, SYN, TCPIP_HEADER};
