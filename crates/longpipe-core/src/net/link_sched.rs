@@ -298,7 +298,7 @@ mod tests {
     use super::super::{LinkDirConfig, LinkDirection};
     use crate::element::{Element, Emit, Frame, PortId};
     use crate::net::loss::{LossModel, LossState};
-    use crate::net::queue::{Admission, QueueConfig, QueueKind};
+    use crate::net::queue::QueueConfig;
     use crate::net::schedule::{resolve, LinkShape, Outage, ScheduleSpec};
     use crate::net::trace::MmTrace;
     use crate::rng::RngStream;
