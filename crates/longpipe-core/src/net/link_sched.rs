@@ -19,10 +19,10 @@
 
 use super::{LinkDirConfig, LinkDirection, OUT, TAP};
 use crate::element::{Emit, Frame};
-use crate::rng::RngStream;
 use crate::net::loss::LossState;
 use crate::net::schedule::{Change, DirSchedule, Outage, Timeline};
 use crate::net::trace::{Cursor, OPPORTUNITY_BYTES, PACKET_OVERHEAD};
+use crate::rng::RngStream;
 use crate::time::{Rate, SimDuration, SimTime};
 
 /// A trace-driven transmitter.
