@@ -189,7 +189,23 @@ def test_sigkill_at_random_points_then_resume(tmp_path, tiny):
     assert 0 < counts[-1] or counts[0] < len(want) - 1
 
 
-def test_executors_store_identical_bytes(tmp_path, tiny):
+@pytest.fixture
+def dask_default_port_taken():
+    """Holds Dask's default dashboard port (8787) as another user's cluster would; the
+    sweep's clusters must not need it (pytest turns the fallback warning into an error)."""
+    import socket
+
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", 8787))
+        s.listen()
+    except OSError:
+        pass  # already held by someone else: just as good
+    yield
+    s.close()
+
+
+def test_executors_store_identical_bytes(tmp_path, tiny, dask_default_port_taken):
     """Serial, the local process pool and a Dask LocalCluster store the same bytes."""
     import longpipe
 
@@ -203,7 +219,7 @@ def test_executors_store_identical_bytes(tmp_path, tiny):
     assert store_bytes(tmp_path / "dask") == a
 
 
-def test_dask_scheduler_address(tmp_path, tiny):
+def test_dask_scheduler_address(tmp_path, tiny, dask_default_port_taken):
     """An existing scheduler, given by address (dask://HOST:PORT), as on a cluster."""
     from distributed import LocalCluster
 
@@ -212,7 +228,7 @@ def test_dask_scheduler_address(tmp_path, tiny):
     grid = {"flow.tcp": ["newreno", "hybla"]}
     longpipe.sweep(tiny, grid, seeds=2, out=tmp_path / "local", jobs=1)
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:
         addr = cluster.scheduler_address.replace("tcp://", "dask://")
         sw = longpipe.sweep(tiny, grid, seeds=2, out=tmp_path / "remote", executor=addr)
     assert sw.outcome.new == 4

@@ -119,8 +119,10 @@ def _dask(tasks: Sequence[Task], executor: str, jobs: int | None, done: Done) ->
 
     cluster = None
     if executor == "dask":
+        # ":0": the scheduler's HTTP server on a free port. With None, distributed still
+        # tries its default 8787 and warns when another cluster holds it.
         cluster = dist.LocalCluster(n_workers=jobs or default_jobs(), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                                    dashboard_address=":0", silence_logs=logging.ERROR)
         client = dist.Client(cluster)
     else:
         address = "tcp://" + executor[len("dask://"):] if executor.startswith("dask://") else executor
