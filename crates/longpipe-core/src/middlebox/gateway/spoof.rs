@@ -606,6 +606,7 @@ impl<P: GwPacket> Conn<P> {
     /// cumulative ACK releases data; the loss of the segment at the hole is inferred
     /// from the `dupthresh`-th duplicate ACK, from a partial ACK in recovery, or from
     /// a resend that is overdue.
+    #[allow(clippy::too_many_arguments)]
     fn on_client_segment_shared(
         &mut self,
         cfg: &GatewayConfig,
