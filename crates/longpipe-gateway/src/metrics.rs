@@ -88,7 +88,7 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
     metric(
         "absorbed_total",
         "counter",
-        "Packets the gateway kept (client ACKs it answered, data it holds).",
+        "Packets from the client side the gateway kept (ACKs of data it sent itself).",
         &[("", st.absorbed as f64)],
     );
     metric(

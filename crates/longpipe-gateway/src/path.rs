@@ -73,7 +73,8 @@ pub struct PathStats {
     pub malformed: u64,
     /// TCP packets whose IPv4 or TCP checksum failed: passed, not acted on.
     pub bad_checksum: u64,
-    /// Packets the gateway kept (client ACKs it answered itself, data it holds).
+    /// Packets from the client side the gateway kept (the client's ACKs of data it
+    /// sent: the servers got the gateway's own).
     pub absorbed: u64,
     /// Writes that failed (device full, packet too large for the device).
     pub write_errors: u64,
@@ -175,7 +176,7 @@ impl PacketPath {
         let pkt = RawPkt::from_wire(now, self.reads, &h, b, ihl + doff);
         let mut out = std::mem::take(&mut self.out);
         self.gw.on_packet(now, dir, pkt, &mut out);
-        if !out.iter().any(|p| p.input == self.reads) {
+        if dir == Dir::ToServer && !out.iter().any(|p| p.input == self.reads) {
             self.stats.absorbed += 1;
         }
         self.emit((self.reads, b), &mut out, tx);
