@@ -56,13 +56,13 @@ test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if present, else the stable loop
 	@if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then \
 	  cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked -q; \
-	  cd fuzz && for t in scenario wire; do \
+	  cd fuzz && for t in scenario wire gateway; do \
 	    ( ulimit -v 20000000; cargo +nightly fuzz run -s none $$t corpus/$$t -- \
 	        -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 ) || exit 1; \
 	  done; \
 	else \
 	  echo "no nightly toolchain: stable mutation loop (no coverage feedback)"; \
-	  for t in scenario wire; do \
+	  for t in scenario wire gateway; do \
 	    ( ulimit -v $(FUZZ_MEM_KB); cargo run -p longpipe-fuzz --release -q -- $$t $(FUZZ_SECS) ) || exit 1; \
 	  done; \
 	fi
