@@ -27,7 +27,7 @@ $(VENV)/.deps: requirements-dev.txt
 
 $(VENV)/.built: $(VENV)/.deps $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
-	cargo build -p longpipe-emu --release -q
+	cargo build -p longpipe-emu -p longpipe-gateway --release -q
 	touch $@
 
 build: $(VENV)/.built
@@ -38,7 +38,7 @@ demo: setup ## compare Tahoe, Reno and NewReno on the GEO example; table + PNG
 	$(PY) -m longpipe compare examples/geo.toml --tcp tahoe,reno,newreno --plot out/geo-compare.png
 
 # Fuzzing: `make test` replays the committed corpus (fuzz/corpus/) and mutates it for
-# LONGPIPE_FUZZ_SECS seconds per target (stable toolchain, both targets in parallel);
+# LONGPIPE_FUZZ_SECS seconds per target (stable toolchain, the targets in parallel);
 # `make fuzz` runs long coverage-guided sessions. Memory is capped so that a runaway
 # input cannot exhaust the machine.
 LONGPIPE_FUZZ_SECS ?= 10
@@ -48,6 +48,7 @@ FUZZ_MEM_KB ?= 8000000
 test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 	cargo test -p longpipe-core --release -q
 	cargo test -p longpipe-emu --release -q
+	cargo test -p longpipe-gateway --release -q
 	cargo test -p longpipe-py --release -q
 	cargo test -p longpipe-fuzz --release -q --no-run
 	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --release -q -- --nocapture )
@@ -70,6 +71,7 @@ fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if p
 
 bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q
+	cargo run -p longpipe-gateway --release -q --example gateway_bench
 	$(PY) benches/run.py
 	$(PY) benches/cli_startup.py
 	@if [ "$$(id -u)" = 0 ]; then target/release/longpipe-emu selftest; \
