@@ -42,8 +42,7 @@ def register(sub: Any) -> None:
                        "clients behind --uplink and the servers passes through two TUN devices and the core's "
                        "gateway element. 'run' needs root for the set-up, then handles packets as an "
                        "unprivileged user; SIGTERM drains and reports. 'cleanup' removes the rules a crashed "
-                       "run left. Options: longpipe gateway run --help.",
-                       add_help=False)
+                       "run left. The daemon's options: longpipe gateway run --help.")
     g.add_argument("action", choices=["run", "cleanup"], help="run the daemon, or remove a crashed run's rules")
     g.add_argument("args", nargs=argparse.REMAINDER, help="the daemon's options (--uplink IF --rate R --rtt T ...)")
     g.set_defaults(func=cmd_gateway)

@@ -123,7 +123,10 @@ pub fn gateway(data: &[u8]) -> String {
         assert!(d < 2, "device {d}");
         if b != input {
             let (_, st) = wire::parse(b).expect("a packet the gateway wrote parses");
-            assert!(st.all_ok(), "a packet the gateway wrote has bad checksums: {st:?}");
+            assert!(
+                st.all_ok(),
+                "a packet the gateway wrote has bad checksums: {st:?}"
+            );
         }
         true
     };
@@ -152,7 +155,10 @@ pub fn gateway(data: &[u8]) -> String {
     // let time pass: every connection is reaped, closed or abandoned
     for _ in 0..100_000 {
         let Some(t) = p.next_timer() else { break };
-        assert!(t.0 < now + 3_600_000_000_000, "a deadline an hour away: {t}");
+        assert!(
+            t.0 < now + 3_600_000_000_000,
+            "a deadline an hour away: {t}"
+        );
         now = now.max(t.0);
         p.timeout(SimTime(now), &mut |d, x| check(&[], d, x));
     }
@@ -215,11 +221,26 @@ pub fn gateway_seeds() -> Vec<Vec<u8>> {
         let mut sa = h(false, port, SYN | ACK, 5000, 101);
         sa.options = syn.options;
         rec(&mut s, 0, 1, &build_packet(&sa, &[]));
-        rec(&mut s, 1, 1, &build_packet(&h(true, port, ACK, 101, 5001), &[]));
-        rec(&mut s, 1, 1, &build_packet(&h(true, port, ACK | PSH, 101, 5001), b"GET /\n"));
+        rec(
+            &mut s,
+            1,
+            1,
+            &build_packet(&h(true, port, ACK, 101, 5001), &[]),
+        );
+        rec(
+            &mut s,
+            1,
+            1,
+            &build_packet(&h(true, port, ACK | PSH, 101, 5001), b"GET /\n"),
+        );
         for k in 0..6u32 {
             let d = vec![k as u8; 1000];
-            rec(&mut s, 0, 1, &build_packet(&h(false, port, ACK, 5001 + 1000 * k, 107), &d));
+            rec(
+                &mut s,
+                0,
+                1,
+                &build_packet(&h(false, port, ACK, 5001 + 1000 * k, 107), &d),
+            );
             rec(&mut s, 0x80, 2, &[]);
         }
         // the client lost the second segment: duplicate ACKs, with SACK
@@ -231,9 +252,19 @@ pub fn gateway_seeds() -> Vec<Vec<u8>> {
             rec(&mut s, 1, 10, &build_packet(&dup, &[]));
         }
         rec(&mut s, 0x80, 200, &[]);
-        rec(&mut s, 1, 10, &build_packet(&h(true, port, ACK, 107, 11001), &[]));
+        rec(
+            &mut s,
+            1,
+            10,
+            &build_packet(&h(true, port, ACK, 107, 11001), &[]),
+        );
         match variant {
-            3 => rec(&mut s, 0, 1, &build_packet(&h(false, port, RST, 11001, 0), &[])),
+            3 => rec(
+                &mut s,
+                0,
+                1,
+                &build_packet(&h(false, port, RST, 11001, 0), &[]),
+            ),
             4 => {
                 let mut bad = build_packet(&h(false, port, ACK, 11001, 107), &[1, 2, 3]);
                 let n = bad.len();
@@ -242,8 +273,18 @@ pub fn gateway_seeds() -> Vec<Vec<u8>> {
                 rec(&mut s, 0, 1, &bad[..30]);
             }
             _ => {
-                rec(&mut s, 0, 1, &build_packet(&h(false, port, ACK | FIN, 11001, 107), &[]));
-                rec(&mut s, 1, 200, &build_packet(&h(true, port, ACK | FIN, 107, 11002), &[]));
+                rec(
+                    &mut s,
+                    0,
+                    1,
+                    &build_packet(&h(false, port, ACK | FIN, 11001, 107), &[]),
+                );
+                rec(
+                    &mut s,
+                    1,
+                    200,
+                    &build_packet(&h(true, port, ACK | FIN, 107, 11002), &[]),
+                );
             }
         }
         seeds.push(s);

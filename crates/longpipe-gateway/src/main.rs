@@ -36,7 +36,8 @@ fn main() {
         },
         Some("__worker") => worker_main(),
         Some("--help" | "-h") => {
-            println!("{USAGE}");
+            // a closed pipe (| head) is not an error
+            let _ = writeln!(io::stdout(), "{USAGE}");
             0
         }
         _ => bad(format!("expected a command\n{USAGE}")),

@@ -409,6 +409,39 @@ mod tests {
         assert_eq!(p.gw.stats.spoofed_acks, 0);
     }
 
+    /// What a stop would lose: data acknowledged to the server (spoofed ACKs) that the
+    /// client has not acknowledged, and only that.
+    #[test]
+    fn held_totals_report_what_was_acknowledged_and_not_delivered() {
+        let mut p = path();
+        feed(
+            &mut p,
+            1,
+            DEV_TO_SERVER,
+            &build_packet(&hdr(true, SYN, 1000, 0), &[]),
+        );
+        feed(
+            &mut p,
+            2,
+            DEV_TO_CLIENT,
+            &build_packet(&hdr(false, SYN | ACK, 5000, 1001), &[]),
+        );
+        for k in 0..4u32 {
+            let d = build_packet(&hdr(false, ACK, 5001 + 500 * k, 1001), &[7; 500]);
+            feed(&mut p, 3 + k as u64, DEV_TO_CLIENT, &d);
+        }
+        assert_eq!(p.gw.stats.spoofed_acks, 4);
+        assert_eq!(p.gw.held_totals(), (2000, 2000));
+        // the client acknowledges the first 1500 bytes
+        feed(
+            &mut p,
+            10,
+            DEV_TO_SERVER,
+            &build_packet(&hdr(true, ACK, 1001, 6501), &[]),
+        );
+        assert_eq!(p.gw.held_totals(), (500, 500));
+    }
+
     #[test]
     fn while_draining_new_connections_are_left_alone() {
         let mut p = path();
