@@ -27,7 +27,7 @@ $(VENV)/.deps: requirements-dev.txt
 
 $(VENV)/.built: $(VENV)/.deps $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
-	cargo build -p longpipe-emu --release -q
+	cargo build -p longpipe-emu -p longpipe-gateway --release -q
 	touch $@
 
 build: $(VENV)/.built
@@ -38,7 +38,7 @@ demo: setup ## compare Tahoe, Reno and NewReno on the GEO example; table + PNG
 	$(PY) -m longpipe compare examples/geo.toml --tcp tahoe,reno,newreno --plot out/geo-compare.png
 
 # Fuzzing: `make test` replays the committed corpus (fuzz/corpus/) and mutates it for
-# LONGPIPE_FUZZ_SECS seconds per target (stable toolchain, both targets in parallel);
+# LONGPIPE_FUZZ_SECS seconds per target (stable toolchain, the targets in parallel);
 # `make fuzz` runs long coverage-guided sessions. Memory is capped so that a runaway
 # input cannot exhaust the machine.
 LONGPIPE_FUZZ_SECS ?= 10
@@ -48,6 +48,7 @@ FUZZ_MEM_KB ?= 8000000
 test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 	cargo test -p longpipe-core --release -q
 	cargo test -p longpipe-emu --release -q
+	cargo test -p longpipe-gateway --release -q
 	cargo test -p longpipe-py --release -q
 	cargo test -p longpipe-fuzz --release -q --no-run
 	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --release -q -- --nocapture )
@@ -56,13 +57,13 @@ test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if present, else the stable loop
 	@if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then \
 	  cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked -q; \
-	  cd fuzz && for t in scenario wire; do \
+	  cd fuzz && for t in scenario wire gateway; do \
 	    ( ulimit -v 20000000; cargo +nightly fuzz run -s none $$t corpus/$$t -- \
 	        -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 ) || exit 1; \
 	  done; \
 	else \
 	  echo "no nightly toolchain: stable mutation loop (no coverage feedback)"; \
-	  for t in scenario wire; do \
+	  for t in scenario wire gateway; do \
 	    ( ulimit -v $(FUZZ_MEM_KB); cargo run -p longpipe-fuzz --release -q -- $$t $(FUZZ_SECS) ) || exit 1; \
 	  done; \
 	fi
@@ -70,6 +71,7 @@ fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if p
 
 bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q
+	cargo run -p longpipe-gateway --release -q --example gateway_bench
 	$(PY) benches/run.py
 	$(PY) benches/cli_startup.py
 	@if [ "$$(id -u)" = 0 ]; then target/release/longpipe-emu selftest; \

@@ -244,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import emu
 
     emu.register(sub)
+    from . import gateway
+
+    gateway.register(sub)
 
     try:
         from .models import cli as models_cli

@@ -8,6 +8,11 @@
 //! * [`wire`]: bytes through `wire::parse`: must never panic; a parsed header emits
 //!   and parses back to itself (SACK blocks beyond what fits dropped, as documented)
 //!   with both checksums correct.
+//! * [`gateway`]: a stream of packets (either direction) and timer ticks through the
+//!   gateway daemon's packet path (`longpipe_gateway::path`, the core gateway on raw
+//!   bytes): must never panic; every packet it writes that is not the input unchanged
+//!   parses with both checksums correct; the table never exceeds its bound; and once
+//!   time passes the idle and abandon timeouts, the table is empty.
 //!
 //! The same functions are the libFuzzer targets of `fuzz/` (cargo-fuzz, nightly; see
 //! `make fuzz`). [`run_loop`] is the stable fallback used by `make test`: it replays
@@ -93,6 +98,200 @@ pub fn wire(data: &[u8]) -> String {
     }
 }
 
+/// The gateway target. Input: records of a 4-byte header — op (bit 7: a timer tick,
+/// else bit 0: the device, 0 toward the client, 1 toward the server), milliseconds to
+/// advance, length (big-endian u16) — then that many packet bytes. Returns an outcome
+/// signature.
+pub fn gateway(data: &[u8]) -> String {
+    use longpipe_core::middlebox::gateway::{GatewaySpec, Uplink};
+    use longpipe_core::time::{Rate, SimTime};
+    use longpipe_gateway::path::{PacketPath, Prefix};
+    let spec: GatewaySpec = serde_json::from_str(
+        r#"{"idle_timeout":"5s","abandon_timeout":"5s","max_conns":8,"memory":"200KB"}"#,
+    )
+    .expect("a valid spec");
+    let cfg = spec.resolve("gateway").expect("resolves");
+    let up = Uplink {
+        rate: Some(Rate(10_000_000)),
+        bdp: 100_000,
+    };
+    let mut p = PacketPath::new(cfg, up, vec![Prefix([10, 0, 0, 0], 24)]);
+    let mut now = 0u64;
+    let mut i = 0;
+    let mut written = 0u64;
+    let check = |input: &[u8], d: usize, b: &[u8]| {
+        assert!(d < 2, "device {d}");
+        if b != input {
+            let (_, st) = wire::parse(b).expect("a packet the gateway wrote parses");
+            assert!(
+                st.all_ok(),
+                "a packet the gateway wrote has bad checksums: {st:?}"
+            );
+        }
+        true
+    };
+    while i + 4 <= data.len() {
+        let (op, dt) = (data[i], data[i + 1] as u64);
+        let len = (u16::from_be_bytes([data[i + 2], data[i + 3]]) as usize).min(data.len() - i - 4);
+        let b = &data[i + 4..i + 4 + len];
+        i += 4 + len;
+        now += dt * 1_000_000;
+        if op & 0x80 != 0 {
+            if p.next_timer().is_some_and(|t| t.0 <= now) {
+                p.timeout(SimTime(now), &mut |d, x| {
+                    written += 1;
+                    check(&[], d, x)
+                });
+            }
+        } else {
+            p.input(SimTime(now), (op & 1) as usize, b, &mut |d, x| {
+                written += 1;
+                check(b, d, x)
+            });
+        }
+        assert!(p.gw.conns() <= 8, "the table's bound");
+    }
+    let conns = p.gw.conns();
+    // let time pass: every connection is reaped, closed or abandoned
+    for _ in 0..100_000 {
+        let Some(t) = p.next_timer() else { break };
+        assert!(
+            t.0 < now + 3_600_000_000_000,
+            "a deadline an hour away: {t}"
+        );
+        now = now.max(t.0);
+        p.timeout(SimTime(now), &mut |d, x| check(&[], d, x));
+    }
+    assert_eq!(p.gw.conns(), 0, "connections outlived their timeouts");
+    format!(
+        "ok:{}:{}:{}:{}:{}",
+        conns.min(3),
+        (written > 0) as u8,
+        p.stats.malformed.min(2),
+        p.gw.stats.spoofed_acks.min(2),
+        p.gw.stats.segments_resent.min(2)
+    )
+}
+
+/// Seed inputs for [`gateway`]: a client-opened download with data, ACKs, a loss, a
+/// FIN, a RST, and broken packets (written to `fuzz/corpus/gateway/` by
+/// `longpipe-fuzz gateway-corpus`).
+pub fn gateway_seeds() -> Vec<Vec<u8>> {
+    use longpipe_gateway::pkt::build_packet;
+    use wire::{TcpIpHeader, TcpOptions, ACK, FIN, PSH, RST, SYN};
+    let h = |from_client: bool, port: u16, flags: u8, seq: u32, ack: u32| {
+        let (src, dst, sp, dp) = if from_client {
+            ([10, 0, 0, 3], [10, 0, 1, 1], port, 80)
+        } else {
+            ([10, 0, 1, 1], [10, 0, 0, 3], 80, port)
+        };
+        TcpIpHeader {
+            src_ip: src,
+            dst_ip: dst,
+            ip_id: 1,
+            tos: 0,
+            ttl: 64,
+            src_port: sp,
+            dst_port: dp,
+            seq,
+            ack,
+            flags,
+            window: 8192,
+            options: TcpOptions::default(),
+            payload_len: 0,
+        }
+    };
+    let rec = |out: &mut Vec<u8>, op: u8, dt: u8, b: &[u8]| {
+        out.extend_from_slice(&[op, dt]);
+        out.extend_from_slice(&(b.len() as u16).to_be_bytes());
+        out.extend_from_slice(b);
+    };
+    let mut seeds = vec![];
+    for (variant, port) in [(0u8, 1000u16), (1, 2000), (2, 3000), (3, 4000), (4, 5000)] {
+        let mut s = vec![];
+        let mut syn = h(true, port, SYN, 100, 0);
+        syn.options = TcpOptions {
+            mss: Some(1000),
+            wscale: Some(7),
+            sack_permitted: variant != 1,
+            timestamps: (variant == 2).then_some((1, 0)),
+            ..Default::default()
+        };
+        rec(&mut s, 1, 0, &build_packet(&syn, &[]));
+        let mut sa = h(false, port, SYN | ACK, 5000, 101);
+        sa.options = syn.options;
+        rec(&mut s, 0, 1, &build_packet(&sa, &[]));
+        rec(
+            &mut s,
+            1,
+            1,
+            &build_packet(&h(true, port, ACK, 101, 5001), &[]),
+        );
+        rec(
+            &mut s,
+            1,
+            1,
+            &build_packet(&h(true, port, ACK | PSH, 101, 5001), b"GET /\n"),
+        );
+        for k in 0..6u32 {
+            let d = vec![k as u8; 1000];
+            rec(
+                &mut s,
+                0,
+                1,
+                &build_packet(&h(false, port, ACK, 5001 + 1000 * k, 107), &d),
+            );
+            rec(&mut s, 0x80, 2, &[]);
+        }
+        // the client lost the second segment: duplicate ACKs, with SACK
+        let mut dup = h(true, port, ACK, 107, 6001);
+        if variant != 1 {
+            dup.options.sack = wire::SackBlocks::from_slice(&[(7001, 11001)]);
+        }
+        for _ in 0..3 {
+            rec(&mut s, 1, 10, &build_packet(&dup, &[]));
+        }
+        rec(&mut s, 0x80, 200, &[]);
+        rec(
+            &mut s,
+            1,
+            10,
+            &build_packet(&h(true, port, ACK, 107, 11001), &[]),
+        );
+        match variant {
+            3 => rec(
+                &mut s,
+                0,
+                1,
+                &build_packet(&h(false, port, RST, 11001, 0), &[]),
+            ),
+            4 => {
+                let mut bad = build_packet(&h(false, port, ACK, 11001, 107), &[1, 2, 3]);
+                let n = bad.len();
+                bad[n - 1] ^= 1;
+                rec(&mut s, 0, 1, &bad);
+                rec(&mut s, 0, 1, &bad[..30]);
+            }
+            _ => {
+                rec(
+                    &mut s,
+                    0,
+                    1,
+                    &build_packet(&h(false, port, ACK | FIN, 11001, 107), &[]),
+                );
+                rec(
+                    &mut s,
+                    1,
+                    200,
+                    &build_packet(&h(true, port, ACK | FIN, 107, 11002), &[]),
+                );
+            }
+        }
+        seeds.push(s);
+    }
+    seeds
+}
+
 /// A target: input bytes to an outcome signature; panics on a defect.
 pub type Target = fn(&[u8]) -> String;
 
@@ -101,6 +300,7 @@ pub fn target(name: &str) -> Option<Target> {
     match name {
         "scenario" => Some(scenario),
         "wire" => Some(wire),
+        "gateway" => Some(gateway),
         _ => None,
     }
 }

@@ -61,3 +61,8 @@ fn fuzz_scenario_parser_and_validator() {
 fn fuzz_wire_parser() {
     run("wire", 0x5eed_0002);
 }
+
+#[test]
+fn fuzz_gateway_packet_path() {
+    run("gateway", 0x5eed_0003);
+}

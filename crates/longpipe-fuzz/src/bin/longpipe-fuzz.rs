@@ -10,11 +10,20 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let pos: Vec<&String> = args.iter().collect();
     let Some(name) = pos.first() else {
-        eprintln!("usage: longpipe-fuzz scenario|wire [SECONDS] [SEED] | --replay FILE...");
+        eprintln!("usage: longpipe-fuzz scenario|wire|gateway [SECONDS] [SEED] | --replay FILE... | gateway-corpus");
         std::process::exit(2);
     };
+    if name.as_str() == "gateway-corpus" {
+        // (Re)writes the gateway target's seed inputs.
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/gateway");
+        std::fs::create_dir_all(&dir).expect("corpus directory");
+        for (i, s) in longpipe_fuzz::gateway_seeds().iter().enumerate() {
+            std::fs::write(dir.join(format!("seed-{i}")), s).expect("written");
+        }
+        return;
+    }
     let Some(t) = longpipe_fuzz::target(name) else {
-        eprintln!("error: unknown target {name:?}; expected scenario or wire");
+        eprintln!("error: unknown target {name:?}; expected scenario, wire or gateway");
         std::process::exit(2);
     };
     if pos.get(1).map(|s| s.as_str()) == Some("--replay") {

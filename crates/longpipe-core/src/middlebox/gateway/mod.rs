@@ -16,11 +16,24 @@
 //!
 //! Connection table: learned from either side's SYN; a RST forgets the connection at
 //! once, a connection whose both FINs have passed and whose data is all delivered is
-//! forgotten, and one idle (no packet, nothing held) for `idle_timeout` is reaped. The
-//! table holds at most `max_conns` connections: beyond that, new connections pass
-//! through unaccelerated (counted in `conns_refused`).
+//! forgotten, one idle (no packet, nothing held) for `idle_timeout` is reaped, and one
+//! whose client has acknowledged nothing for `abandon_timeout` while data waits for it
+//! is abandoned (its held bytes counted in [`Gateway::abandoned_bytes`]). The table holds
+//! at most `max_conns` connections: beyond that, new connections pass through
+//! unaccelerated (counted in `conns_refused`).
 //!
-//! Why one file of ~660 lines: the gateway's spec, its connection table and the shared
+//! No event scans the table: each connection's next deadline sits in an ordered timer
+//! set, and in shared mode the connections that may send under the current fair share
+//! sit in an ordered set that the round robin walks from its cursor. A table of
+//! thousands of connections costs O(log n) per packet (the fair share changes only when
+//! a connection starts or stops holding data; then the set is rebuilt).
+//!
+//! The gateway is generic over what it carries ([`GwPacket`]): the simulator's
+//! [`Packet`] (a header and a payload length), or a daemon's packet that also holds the
+//! payload bytes it must resend.
+//!
+//! Why one file of ~900 lines: the gateway's spec, its connection table (with its timer
+//! and eligible sets) and the shared
 //! per-uplink budget, which hands out and takes back window on every connection event.
 
 pub mod node;
@@ -37,7 +50,35 @@ use crate::time::{Rate, SimDuration, SimTime};
 use crate::units::{Bytes, Duration, RateQ};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::{Excluded, Unbounded};
+
+/// What the gateway holds and forwards: a packet whose header it reads and rewrites.
+/// The simulator's [`Packet`] is its own header; a daemon's packet also carries the
+/// payload bytes (shared by the copies the gateway resends).
+pub trait GwPacket: Clone {
+    fn hdr(&self) -> &Packet;
+    /// The header, to be rewritten (a daemon re-encodes a packet it was asked for).
+    fn hdr_mut(&mut self) -> &mut Packet;
+    /// A packet the gateway originates (a spoofed ACK, a split connection's segment):
+    /// no payload bytes.
+    fn made(p: Packet) -> Self;
+}
+
+impl GwPacket for Packet {
+    #[inline]
+    fn hdr(&self) -> &Packet {
+        self
+    }
+    #[inline]
+    fn hdr_mut(&mut self) -> &mut Packet {
+        self
+    }
+    #[inline]
+    fn made(p: Packet) -> Self {
+        p
+    }
+}
 
 /// Which way a packet crosses the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +142,10 @@ pub struct GatewaySpec {
     /// (default 300s).
     #[serde(default)]
     pub idle_timeout: Option<Duration>,
+    /// Spoof mode: forget a connection whose client has acknowledged nothing for this
+    /// long while data waits for it (default 300s; the client is gone).
+    #[serde(default)]
+    pub abandon_timeout: Option<Duration>,
     /// Most connections tracked at once (default 65536); more pass through.
     #[serde(default)]
     pub max_conns: Option<u32>,
@@ -162,6 +207,9 @@ pub struct GatewayConfig {
     /// new go-back-N every three ACKs.
     pub recover_guard: bool,
     pub idle_timeout: SimDuration,
+    /// Spoof mode: no acknowledgement from the client for this long while data is held:
+    /// the connection is abandoned.
+    pub abandon_timeout: SimDuration,
     pub max_conns: usize,
     /// Spoof mode: share one satellite budget (and memory) among the connections.
     pub shared: bool,
@@ -262,6 +310,10 @@ impl GatewaySpec {
                 .idle_timeout
                 .map(|d| d.0)
                 .unwrap_or(SimDuration::from_secs(300)),
+            abandon_timeout: self
+                .abandon_timeout
+                .map(|d| d.0)
+                .unwrap_or(SimDuration::from_secs(300)),
             max_conns: self.max_conns.unwrap_or(65_536) as usize,
             shared: self.mode != Some(GatewayMode::Split) && self.shared.unwrap_or(true),
             link_window: self.link_window.map(|b| b.0),
@@ -278,6 +330,9 @@ impl GatewaySpec {
         }
         if cfg.idle_timeout.0 == 0 {
             return err(format!("{path}.idle_timeout"), "must be positive");
+        }
+        if cfg.abandon_timeout.0 == 0 {
+            return err(format!("{path}.abandon_timeout"), "must be positive");
         }
         Ok(cfg)
     }
@@ -323,6 +378,7 @@ crate::counters! {
 pub type ConnKey = ([u8; 4], u16, [u8; 4], u16);
 
 /// The key of a packet travelling in `dir`.
+#[inline]
 pub fn key(dir: Dir, p: &Packet) -> ConnKey {
     match dir {
         Dir::ToClient => (p.src, p.seg.sport, p.dst, p.seg.dport),
@@ -331,9 +387,55 @@ pub fn key(dir: Dir, p: &Packet) -> ConnKey {
 }
 
 /// The gateway's connections: spoofing or split, one table.
-enum Conns {
-    Spoof(BTreeMap<ConnKey, spoof::Conn>),
+enum Conns<P> {
+    Spoof(BTreeMap<ConnKey, spoof::Conn<P>>),
     Split(BTreeMap<ConnKey, split::SplitConn>),
+}
+
+/// What spares the gateway a scan of its table: every connection's next deadline, and
+/// (shared mode) the connections that may send under the current fair share.
+#[derive(Default)]
+struct Index {
+    timers: BTreeSet<(SimTime, ConnKey)>,
+    eligible: BTreeSet<ConnKey>,
+    /// The fair share `eligible` was computed for.
+    limit: u64,
+}
+
+impl Index {
+    fn arm(&mut self, k: ConnKey, armed: &mut Option<SimTime>, t: Option<SimTime>) {
+        if *armed == t {
+            return;
+        }
+        if let Some(o) = *armed {
+            self.timers.remove(&(o, k));
+        }
+        if let Some(t) = t {
+            self.timers.insert((t, k));
+        }
+        *armed = t;
+    }
+
+    fn forget(&mut self, k: ConnKey, armed: Option<SimTime>) {
+        if let Some(o) = armed {
+            self.timers.remove(&(o, k));
+        }
+        self.eligible.remove(&k);
+    }
+
+    /// The connections due at `now`, in key order (their deadlines disarmed).
+    fn due(&mut self, now: SimTime) -> Vec<ConnKey> {
+        let mut v = Vec::new();
+        while let Some(&(t, k)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            v.push(k);
+        }
+        v.sort_unstable();
+        v
+    }
 }
 
 /// What the gateway knows of its satellite uplink.
@@ -370,14 +472,14 @@ struct Shared {
 struct Part(u64, u64, bool);
 
 impl Part {
-    fn of(c: &spoof::Conn) -> Part {
+    fn of<P: GwPacket>(c: &spoof::Conn<P>) -> Part {
         Part(c.pipe(), c.reserved(), c.active())
     }
 }
 
 impl Shared {
     /// The sums after a connection changed from `before` to `c`.
-    fn account(&mut self, before: Part, c: Option<&spoof::Conn>) {
+    fn account<P: GwPacket>(&mut self, before: Part, c: Option<&spoof::Conn<P>>) {
         let after = c.map_or(Part(0, 0, false), Part::of);
         self.pipe = self.pipe - before.0 + after.0;
         self.reserved = self.reserved - before.1 + after.1;
@@ -397,17 +499,25 @@ impl Shared {
     }
 }
 
-pub struct Gateway {
+pub struct Gateway<P = Packet> {
     cfg: GatewayConfig,
     /// Satellite-side window in bytes (the paper's mode: per connection).
     window: u64,
     shared: Option<Shared>,
-    conns: Conns,
+    conns: Conns<P>,
+    idx: Index,
+    /// Split mode: what a split connection emits, before conversion.
+    scratch: Vec<Packet>,
     failed: bool,
     pub stats: GatewayCounters,
+    /// Connections abandoned (their client acknowledged nothing for `abandon_timeout`
+    /// while data waited), and the bytes the server considered delivered that they
+    /// held. Not in the simulator's result (a run never lasts that long stuck).
+    pub abandoned: u64,
+    pub abandoned_bytes: u64,
 }
 
-impl Gateway {
+impl<P: GwPacket> Gateway<P> {
     /// A gateway on an uplink: its default windows are the uplink's bandwidth-delay
     /// product, shared mode paces at its rate.
     pub fn new(cfg: GatewayConfig, up: Uplink) -> Self {
@@ -436,8 +546,32 @@ impl Gateway {
             shared,
             cfg,
             conns,
+            idx: Index::default(),
+            scratch: Vec::new(),
             failed: false,
             stats: GatewayCounters::default(),
+            abandoned: 0,
+            abandoned_bytes: 0,
+        }
+    }
+
+    /// The configuration (defaults resolved).
+    pub fn config(&self) -> &GatewayConfig {
+        &self.cfg
+    }
+
+    /// Bytes held for all connections, and of those the bytes the server considers
+    /// delivered (what a stop now would lose). O(connections): for reports, not per
+    /// packet.
+    pub fn held_totals(&self) -> (u64, u64) {
+        match &self.conns {
+            Conns::Spoof(cs) => cs.values().fold((0, 0), |(h, u), c| {
+                (h + c.held_bytes(), u + c.unsent_acked_bytes())
+            }),
+            Conns::Split(cs) => {
+                let u: u64 = cs.values().map(|c| c.unsent_acked_bytes()).sum();
+                (u, u)
+            }
         }
     }
 
@@ -461,6 +595,19 @@ impl Gateway {
         }
     }
 
+    /// The window a connection would now advertise to the server in the client's name,
+    /// bytes (tests).
+    pub fn advertised(&self, k: &ConnKey) -> Option<u64> {
+        let Conns::Spoof(m) = &self.conns else {
+            return None;
+        };
+        let mem = self
+            .shared
+            .as_ref()
+            .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(m.len()));
+        m.get(k).map(|c| c.free_window(&self.cfg, mem))
+    }
+
     /// Shared mode: bytes in flight over the satellite and bytes of memory reserved,
     /// all connections (tests, metrics).
     pub fn shared_use(&self) -> Option<(u64, u64)> {
@@ -470,26 +617,12 @@ impl Gateway {
     pub fn next_timer(&self) -> Option<SimTime> {
         let mut t = self.cfg.fail_at.filter(|_| !self.failed);
         let mut m = |x: SimTime| t = Some(t.map_or(x, |y: SimTime| y.min(x)));
-        match &self.conns {
-            Conns::Spoof(cs) => {
-                for c in cs.values() {
-                    c.next_timer(&self.cfg, self.window)
-                        .into_iter()
-                        .for_each(&mut m);
-                }
-                if let Some(sh) = &self.shared {
-                    if sh.pace.is_some() && sh.pipe < sh.budget {
-                        let limit = sh.limit();
-                        if cs.values().any(|c| c.wants_send(limit)) {
-                            m(sh.next_send_at);
-                        }
-                    }
-                }
-            }
-            Conns::Split(cs) => {
-                for c in cs.values() {
-                    c.next_timer(&self.cfg).into_iter().for_each(&mut m);
-                }
+        if let Some(&(x, _)) = self.idx.timers.first() {
+            m(x);
+        }
+        if let Some(sh) = &self.shared {
+            if sh.pace.is_some() && sh.pipe < sh.budget && !self.idx.eligible.is_empty() {
+                m(sh.next_send_at);
             }
         }
         t
@@ -497,13 +630,13 @@ impl Gateway {
 
     /// A packet crossing the gateway in direction `dir`; what to forward or originate
     /// goes to `out` (routed by destination address).
-    pub fn on_packet(&mut self, now: SimTime, dir: Dir, pkt: Packet, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now: SimTime, dir: Dir, pkt: P, out: &mut Vec<P>) {
         self.check_failure(now);
         if self.failed {
             return; // a dead box forwards nothing
         }
-        let k = key(dir, &pkt);
-        let flags = pkt.seg.flags;
+        let k = key(dir, pkt.hdr());
+        let flags = pkt.hdr().seg.flags;
         let cfg = &self.cfg;
         let st = &mut self.stats;
         match &mut self.conns {
@@ -511,9 +644,11 @@ impl Gateway {
                 if flags & RST != 0 {
                     if let Some(c) = cs.remove(&k) {
                         st.conns_closed += 1;
+                        self.idx.forget(k, c.armed);
                         if let Some(sh) = &mut self.shared {
-                            sh.account(Part::of(&c), None);
+                            sh.account::<P>(Part::of(&c), None);
                         }
+                        Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
                     }
                     out.push(pkt);
                     return;
@@ -543,58 +678,117 @@ impl Gateway {
                     sh.account(before, (!closed).then_some(&*c));
                 }
                 if closed {
+                    let armed = c.armed;
                     cs.remove(&k);
+                    self.idx.forget(k, armed);
                     st.conns_closed += 1;
+                } else {
+                    let t = c.next_timer(cfg, self.window);
+                    let mut armed = c.armed;
+                    self.idx.arm(k, &mut armed, t);
+                    c.armed = armed;
+                    if self.shared.is_some() {
+                        Self::mark_eligible(&mut self.idx, k, c);
+                    }
                 }
+                Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
                 self.pump(now, out);
             }
             Conns::Split(cs) => {
                 if flags & RST != 0 {
-                    if cs.remove(&k).is_some() {
+                    if let Some(c) = cs.remove(&k) {
                         st.conns_closed += 1;
+                        self.idx.forget(k, c.armed);
                     }
                     out.push(pkt);
                     return;
                 }
                 let split = cfg.split.as_ref().expect("split mode");
+                let scratch = &mut self.scratch;
                 if flags & SYN != 0 && dir == Dir::ToClient && !cs.contains_key(&k) {
                     if cs.len() >= cfg.max_conns {
                         st.conns_refused += 1;
                     } else {
-                        cs.insert(k, split::SplitConn::new(cfg, split, k, &pkt, now, out));
+                        let c = split::SplitConn::new(cfg, split, k, pkt.hdr(), now, scratch);
+                        cs.insert(k, c);
                         st.conns_opened += 1;
                     }
                 }
                 let Some(c) = cs.get_mut(&k) else {
+                    out.extend(scratch.drain(..).map(P::made));
                     out.push(pkt);
                     return;
                 };
-                c.on_packet(st, now, dir, &pkt, out);
+                c.on_packet(st, now, dir, pkt.hdr(), scratch);
+                out.extend(scratch.drain(..).map(P::made));
+                let t = c.next_timer(cfg);
+                let mut armed = c.armed;
+                self.idx.arm(k, &mut armed, t);
+                c.armed = armed;
+            }
+        }
+    }
+
+    /// Shared mode: whether connection `k` may send under the index's fair share.
+    fn mark_eligible(idx: &mut Index, k: ConnKey, c: &spoof::Conn<P>) {
+        if c.wants_send(idx.limit) {
+            idx.eligible.insert(k);
+        } else {
+            idx.eligible.remove(&k);
+        }
+    }
+
+    /// Shared mode: after the fair share changed (a connection started or stopped
+    /// holding data), which connections may send — the only pass over the table, and
+    /// only then.
+    fn refresh_eligible(
+        idx: &mut Index,
+        sh: Option<&Shared>,
+        cs: &BTreeMap<ConnKey, spoof::Conn<P>>,
+    ) {
+        let Some(sh) = sh else { return };
+        let limit = sh.limit();
+        if limit == idx.limit {
+            return;
+        }
+        idx.limit = limit;
+        idx.eligible.clear();
+        for (&k, c) in cs {
+            if c.wants_send(limit) {
+                idx.eligible.insert(k);
             }
         }
     }
 
     /// Shared mode: send while the pacer, the budget and some connection's fair share
     /// allow, one segment at a time, the connections in round robin.
-    fn pump(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    fn pump(&mut self, now: SimTime, out: &mut Vec<P>) {
         let (Some(sh), Conns::Spoof(cs)) = (&mut self.shared, &mut self.conns) else {
             return;
         };
-        use std::ops::Bound::{Excluded, Unbounded};
+        let idx = &mut self.idx;
         while sh.next_send_at <= now && sh.pipe < sh.budget {
-            let limit = sh.limit();
             let pick = match sh.cursor {
-                Some(cur) => cs
+                Some(cur) => idx
+                    .eligible
                     .range((Excluded(cur), Unbounded))
-                    .chain(cs.range(..=cur))
-                    .find(|(_, c)| c.wants_send(limit)),
-                None => cs.iter().find(|(_, c)| c.wants_send(limit)),
+                    .next()
+                    .or_else(|| idx.eligible.range(..=cur).next()),
+                None => idx.eligible.first(),
             };
-            let Some((&k, _)) = pick else { break };
-            let c = cs.get_mut(&k).expect("picked");
+            let Some(&k) = pick else { break };
+            let c = cs
+                .get_mut(&k)
+                .expect("an eligible connection is in the table");
             let before = Part::of(c);
             let sent = c.send_one(&mut self.stats, now, out);
             sh.account(before, Some(c));
+            let t = c.next_timer(&self.cfg, self.window);
+            let mut armed = c.armed;
+            idx.arm(k, &mut armed, t);
+            c.armed = armed;
+            Self::mark_eligible(idx, k, c);
+            Self::refresh_eligible(idx, Some(sh), cs);
             sh.cursor = Some(k);
             match (sent, sh.pace) {
                 (Some(size), Some(r)) => sh.next_send_at = now + r.tx_time(size as u64),
@@ -604,41 +798,76 @@ impl Gateway {
         }
     }
 
-    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<P>) {
         self.check_failure(now);
         if self.failed {
             return;
         }
         let idle = self.cfg.idle_timeout;
+        let abandon = self.cfg.abandon_timeout;
         let st = &mut self.stats;
+        // Only the connections whose deadline has come: in key order, as a pass over
+        // the whole table would visit them (the others have nothing due).
+        let due = self.idx.due(now);
         match &mut self.conns {
             Conns::Spoof(cs) => {
-                for c in cs.values_mut() {
+                for &k in &due {
+                    let c = cs.get_mut(&k).expect("an armed connection is in the table");
+                    c.armed = None;
                     let before = Part::of(c);
                     c.on_timer(&self.cfg, self.window, st, now, out);
                     if let Some(sh) = &mut self.shared {
                         sh.account(before, Some(c));
                     }
                 }
-                let before = cs.len();
-                let sh = &mut self.shared;
-                cs.retain(|_, c| {
-                    let gone = c.idle(now, idle);
-                    if let (true, Some(sh)) = (gone, sh.as_mut()) {
-                        sh.account(Part::of(c), None);
+                for &k in &due {
+                    let c = cs.get_mut(&k).expect("in the table");
+                    let idle_gone = c.idle(now, idle);
+                    let abandoned = !idle_gone && c.abandoned(now, abandon);
+                    if idle_gone || abandoned {
+                        if abandoned {
+                            self.abandoned += 1;
+                            self.abandoned_bytes += c.unsent_acked_bytes();
+                        }
+                        if let Some(sh) = &mut self.shared {
+                            sh.account::<P>(Part::of(c), None);
+                        }
+                        cs.remove(&k);
+                        self.idx.eligible.remove(&k);
+                        st.conns_closed += 1;
+                        continue;
                     }
-                    !gone
-                });
-                st.conns_closed += (before - cs.len()) as u64;
+                    let t = c.next_timer(&self.cfg, self.window);
+                    let mut armed = None;
+                    self.idx.arm(k, &mut armed, t);
+                    c.armed = armed;
+                    if self.shared.is_some() {
+                        Self::mark_eligible(&mut self.idx, k, c);
+                    }
+                }
+                Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
                 self.pump(now, out);
             }
             Conns::Split(cs) => {
-                for c in cs.values_mut() {
-                    c.on_timer(st, now, out);
+                let scratch = &mut self.scratch;
+                for &k in &due {
+                    let c = cs.get_mut(&k).expect("an armed connection is in the table");
+                    c.armed = None;
+                    c.on_timer(st, now, scratch);
+                    out.extend(scratch.drain(..).map(P::made));
                 }
-                let before = cs.len();
-                cs.retain(|_, c| !c.idle(now, idle));
-                st.conns_closed += (before - cs.len()) as u64;
+                for &k in &due {
+                    let c = cs.get_mut(&k).expect("in the table");
+                    if c.idle(now, idle) {
+                        cs.remove(&k);
+                        st.conns_closed += 1;
+                        continue;
+                    }
+                    let t = c.next_timer(&self.cfg);
+                    let mut armed = None;
+                    self.idx.arm(k, &mut armed, t);
+                    c.armed = armed;
+                }
             }
         }
     }
@@ -657,6 +886,7 @@ impl Gateway {
             Conns::Spoof(cs) => cs.clear(),
             Conns::Split(cs) => cs.clear(),
         }
+        self.idx = Index::default();
         if let Some(sh) = &mut self.shared {
             (sh.pipe, sh.reserved, sh.active) = (0, 0, 0);
         }

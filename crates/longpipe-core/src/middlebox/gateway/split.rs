@@ -27,6 +27,8 @@ pub struct SplitConn {
     pushed: u64,
     closed: bool,
     last_seen: SimTime,
+    /// The deadline the gateway's timer index holds for this connection.
+    pub(super) armed: Option<SimTime>,
 }
 
 fn isn(k: &ConnKey, side: &str) -> u32 {
@@ -109,6 +111,7 @@ impl SplitConn {
             pushed: 0,
             closed: false,
             last_seen: now,
+            armed: None,
         }
     }
 

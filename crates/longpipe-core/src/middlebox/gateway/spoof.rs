@@ -37,11 +37,11 @@
 //! fields are read with the client's shift. Without scaling (either SYN lacks the
 //! option) all windows are at most 65535 B.
 //!
-//! Why one file of ~830 lines: one connection's spoofing state machine (server side,
+//! Why one file of ~940 lines: one connection's spoofing state machine (server side,
 //! satellite side, go-back-N, FIN and RST), whose halves read each other's state on
 //! every segment; its tests are in the gateway's `tests.rs`.
 
-use super::{ConnKey, Dir, GatewayConfig, GatewayCounters};
+use super::{ConnKey, Dir, GatewayConfig, GatewayCounters, GwPacket};
 use crate::net::packet::{Packet, Segment, ACK, FIN, SYN, TCPIP_HEADER};
 use crate::tcp::receiver::window_shift;
 use crate::tcp::rtt::RttEstimator;
@@ -50,8 +50,8 @@ use crate::time::{SimDuration, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone)]
-struct Held {
-    pkt: Packet,
+struct Held<P> {
+    pkt: P,
     /// Relative sequence space the segment occupies (payload + FIN).
     seq_len: u64,
     sent_at: Option<SimTime>,
@@ -62,8 +62,8 @@ struct Held {
     sacked: bool,
 }
 
-impl Held {
-    fn new(pkt: Packet, seq_len: u64) -> Self {
+impl<P> Held<P> {
+    fn new(pkt: P, seq_len: u64) -> Self {
         Held {
             pkt,
             seq_len,
@@ -100,7 +100,7 @@ struct Side {
 }
 
 #[derive(Debug)]
-pub struct Conn {
+pub struct Conn<P = Packet> {
     key: ConnKey,
     server: Side,
     client: Side,
@@ -112,7 +112,7 @@ pub struct Conn {
     /// Next in-order byte expected from the server (server's sequence space).
     rcv_nxt: u64,
     /// Segments held, keyed by relative sequence number, [client_una, rcv_nxt).
-    held: BTreeMap<u64, Held>,
+    held: BTreeMap<u64, Held<P>>,
     held_bytes: u64,
     /// Client's cumulative ACK and advertised window (bytes).
     client_una: u64,
@@ -151,9 +151,21 @@ pub struct Conn {
     strip_sack: bool,
     /// Shared mode: in recovery until `client_una` reaches `recover`.
     in_recovery: bool,
+    /// Some ACK of the server's SYN has reached the server (the client's SYN-ACK, a
+    /// spoofed ACK or the client's own): until then the client's pure ACK (the last of
+    /// a handshake the client opened) passes.
+    syn_acked: bool,
+    /// The server's cumulative ACK of the client's data (relative to the client's ISN):
+    /// the ACK field of the data the gateway sends toward the client.
+    server_ack: u64,
+    /// When the client last acknowledged new data, or data first waited for it: with
+    /// data held and no progress for `abandon_timeout`, the connection is abandoned.
+    last_progress: SimTime,
+    /// The deadline the gateway's timer index holds for this connection.
+    pub(super) armed: Option<SimTime>,
 }
 
-impl Conn {
+impl<P: GwPacket> Conn<P> {
     pub fn new(cfg: &GatewayConfig, key: ConnKey, now: SimTime) -> Self {
         Conn {
             key,
@@ -186,7 +198,18 @@ impl Conn {
             client_sack: false,
             strip_sack: false,
             in_recovery: false,
+            syn_acked: false,
+            server_ack: 1,
+            last_progress: now,
+            armed: None,
         }
+    }
+
+    /// Data has waited `timeout` for the client to acknowledge anything (the client is
+    /// gone): checked when the satellite-side timer fires, which it keeps doing while
+    /// data is held.
+    pub fn abandoned(&self, now: SimTime, timeout: SimDuration) -> bool {
+        !self.held.is_empty() && self.last_progress + timeout <= now
     }
 
     /// Shared mode: bytes in flight toward the client.
@@ -218,7 +241,7 @@ impl Conn {
     pub fn unsent_acked_bytes(&self) -> u64 {
         self.held
             .range(..self.rcv_nxt)
-            .map(|(_, h)| h.pkt.seg.len as u64)
+            .map(|(_, h)| h.pkt.hdr().seg.len as u64)
             .sum()
     }
 
@@ -254,18 +277,54 @@ impl Conn {
 
     /// A client segment passing to the server: its window in the server's view (its
     /// promise is recorded), SACK blocks removed if the server did not negotiate SACK.
-    fn rescale(&mut self, mut pkt: Packet) -> Packet {
-        let bytes = (pkt.seg.window as u64) << self.client_shift();
-        let wire = (bytes >> self.server_view_shift()).min(65_535);
-        pkt.seg.window = wire as u16;
-        if let Some(space) = self.server.space {
-            let ack = space.to_rel(pkt.seg.ack, self.rcv_nxt);
-            self.edge = self.edge.max(ack + (wire << self.server_view_shift()));
+    ///
+    /// Its ACK field never goes below what the gateway has acknowledged in the client's
+    /// name (a real server drops a segment whose ACK is more than a window old).
+    fn rescale(&mut self, mut pkt: P) -> P {
+        let (cs, ss) = (self.client_shift(), self.server_view_shift());
+        let (rcv_nxt, strip) = (self.rcv_nxt, self.strip_sack);
+        let space = self.server.space;
+        let p = pkt.hdr_mut();
+        p.seg.window = (((p.seg.window as u64) << cs) >> ss).min(65_535) as u16;
+        let wire = p.seg.window as u64;
+        if let Some(space) = space {
+            let mut ack = space.to_rel(p.seg.ack, rcv_nxt);
+            if p.seg.flags & ACK != 0 && ack < rcv_nxt {
+                ack = rcv_nxt;
+                p.seg.ack = space.to_wire(ack);
+            }
+            self.edge = self.edge.max(ack + (wire << ss));
         }
-        if self.strip_sack && pkt.seg.opts.sack.is_some() {
-            pkt.seg.opts.sack = None;
-            pkt.size = TCPIP_HEADER + pkt.seg.opts.encoded_len() + pkt.seg.len;
+        if strip && p.seg.opts.sack.is_some() {
+            p.seg.opts.sack = None;
+            p.size = TCPIP_HEADER + p.seg.opts.encoded_len() + p.seg.len;
         }
+        self.syn_acked |= p.seg.flags & ACK != 0;
+        pkt
+    }
+
+    /// A data segment of the client passing to the server: the gateway speaks for the
+    /// client's receive side, so its ACK and window are those of a spoofed ACK.
+    fn speak_for_client(&mut self, cfg: &GatewayConfig, mem: MemShare, mut pkt: P) -> P {
+        let free = self.free_window(cfg, mem);
+        self.adv_wnd = free;
+        let shift = self.server_view_shift();
+        let wire = (free >> shift).min(65_535);
+        self.edge = self.edge.max(self.rcv_nxt + (wire << shift));
+        let (strip, rcv_nxt) = (self.strip_sack, self.rcv_nxt);
+        let space = self.server.space;
+        let p = pkt.hdr_mut();
+        if let Some(space) = space {
+            let ack = space.to_rel(p.seg.ack, rcv_nxt).max(rcv_nxt);
+            p.seg.ack = space.to_wire(ack);
+            p.seg.flags |= ACK;
+        }
+        p.seg.window = wire as u16;
+        if strip && p.seg.opts.sack.is_some() {
+            p.seg.opts.sack = None;
+            p.size = TCPIP_HEADER + p.seg.opts.encoded_len() + p.seg.len;
+        }
+        self.syn_acked = true;
         pkt
     }
 
@@ -287,7 +346,7 @@ impl Conn {
 
     /// The window to advertise to the server: the free per-connection buffer, and no
     /// more memory than this connection's fair share or what is free.
-    fn free_window(&self, cfg: &GatewayConfig, mem: MemShare) -> u64 {
+    pub fn free_window(&self, cfg: &GatewayConfig, mem: MemShare) -> u64 {
         if !cfg.shared {
             return cfg.buffer.saturating_sub(self.held_bytes);
         }
@@ -303,7 +362,7 @@ impl Conn {
     }
 
     /// An ACK in the client's name, to the server.
-    fn spoof_ack(&mut self, cfg: &GatewayConfig, mem: MemShare, now: SimTime) -> Packet {
+    fn spoof_ack(&mut self, cfg: &GatewayConfig, mem: MemShare, now: SimTime) -> P {
         let free = self.free_window(cfg, mem);
         self.adv_wnd = free;
         let shift = self.server_view_shift();
@@ -319,7 +378,8 @@ impl Conn {
             window: wire as u16,
             ..Default::default()
         };
-        Packet::new(now, client, server, seg)
+        self.syn_acked = true;
+        P::made(Packet::new(now, client, server, seg))
     }
 
     /// A packet of this connection; in the paper's mode (`!cfg.shared`) the connection
@@ -333,16 +393,17 @@ impl Conn {
         st: &mut GatewayCounters,
         now: SimTime,
         dir: Dir,
-        mut pkt: Packet,
-        out: &mut Vec<Packet>,
+        mut pkt: P,
+        out: &mut Vec<P>,
     ) {
         self.last_seen = now;
-        if pkt.seg.flags & SYN != 0 {
+        let h = pkt.hdr();
+        if h.seg.flags & SYN != 0 {
             let side = Side {
-                space: Some(SeqSpace::new(pkt.seg.seq)),
-                wscale: pkt.seg.opts.wscale,
+                space: Some(SeqSpace::new(h.seg.seq)),
+                wscale: h.seg.opts.wscale,
             };
-            let seg = &mut pkt.seg;
+            let seg = &h.seg;
             match dir {
                 Dir::ToClient => {
                     self.server = side;
@@ -351,9 +412,10 @@ impl Conn {
                     if cfg.shared {
                         if self.client_sack && !seg.opts.sack_permitted {
                             // the client offered SACK: let it report to the gateway
-                            seg.opts.sack_permitted = true;
+                            let p = pkt.hdr_mut();
+                            p.seg.opts.sack_permitted = true;
                             self.strip_sack = true;
-                            pkt.size = TCPIP_HEADER + seg.opts.encoded_len() + seg.len;
+                            p.size = TCPIP_HEADER + p.seg.opts.encoded_len() + p.seg.len;
                         }
                         self.sack_ok = self.client_sack;
                     }
@@ -363,24 +425,35 @@ impl Conn {
                     self.client_wnd = seg.window as u64; // never scaled in a SYN
                     self.client_seq = 1;
                     self.client_sack = seg.opts.sack_permitted;
-                    if cfg.shared && seg.flags & ACK != 0 {
-                        // a SYN-ACK carries SACK-permitted only if the server's SYN did
-                        self.sack_ok = seg.opts.sack_permitted;
+                    if seg.flags & ACK != 0 {
+                        self.syn_acked = true; // the client's SYN-ACK
+                        if cfg.shared {
+                            // a SYN-ACK carries SACK-permitted only if the server's SYN did
+                            self.sack_ok = seg.opts.sack_permitted;
+                        }
                     }
                     self.edge = self.edge.max(1 + seg.window as u64);
                     if let Some(ws) = seg.opts.wscale {
                         // speak for the client with a scale that fits the buffer
                         self.gw_shift = ws.max(window_shift(cfg.buffer));
-                        seg.opts.wscale = Some(self.gw_shift);
+                        if self.gw_shift != ws {
+                            pkt.hdr_mut().seg.opts.wscale = Some(self.gw_shift);
+                        }
                     }
                 }
             }
             out.push(pkt);
             return;
         }
-        let seg = &pkt.seg;
+        let seg = &h.seg;
         match dir {
             Dir::ToClient => {
+                if seg.flags & ACK != 0 {
+                    if let Some(space) = self.client.space {
+                        let a = space.to_rel(seg.ack, self.server_ack);
+                        self.server_ack = self.server_ack.max(a);
+                    }
+                }
                 if seg.len == 0 && seg.flags & FIN == 0 {
                     // the server's pure ACKs (handshake, ACK of the client's FIN) pass
                     out.push(pkt);
@@ -388,17 +461,37 @@ impl Conn {
                 }
                 self.on_server_segment(cfg, mem, st, now, pkt, out);
             }
-            Dir::ToServer if cfg.shared => {
-                self.on_client_segment_shared(cfg, mem, st, now, pkt, out)
+            Dir::ToServer => {
+                let (flags, len) = (seg.flags, seg.len);
+                if let Some(space) = self.client.space {
+                    let end = space.to_rel(seg.seq, self.client_seq) + len as u64;
+                    self.client_seq = self.client_seq.max(end);
+                }
+                let data = len > 0 && flags & FIN == 0;
+                if !self.syn_acked && flags & ACK != 0 && !data && flags & FIN == 0 {
+                    // the last ACK of a handshake the client opened: the server needs it
+                    let p = self.rescale(pkt);
+                    out.push(p);
+                    return;
+                }
+                let rest = if cfg.shared {
+                    self.on_client_segment_shared(cfg, mem, st, now, pkt, data, out)
+                } else {
+                    self.on_client_segment(cfg, st, now, pkt, data, out)
+                };
+                if let (Some(p), true) = (rest, data) {
+                    // the client's own data (a request, an upload) goes on to the server
+                    let p = self.speak_for_client(cfg, mem, p);
+                    out.push(p);
+                }
             }
-            Dir::ToServer => self.on_client_segment(cfg, st, now, pkt, out),
         }
         if !cfg.shared {
             self.send(cfg, window, st, now, out);
         }
     }
 
-    fn hold(&mut self, seq: u64, pkt: Packet, seq_len: u64) {
+    fn hold(&mut self, seq: u64, pkt: P, seq_len: u64) {
         self.held.insert(seq, Held::new(pkt, seq_len));
     }
 
@@ -408,15 +501,18 @@ impl Conn {
         mem: MemShare,
         st: &mut GatewayCounters,
         now: SimTime,
-        pkt: Packet,
-        out: &mut Vec<Packet>,
+        pkt: P,
+        out: &mut Vec<P>,
     ) {
         let Some(space) = self.server.space else {
             out.push(pkt);
             return;
         };
-        let seg = &pkt.seg;
+        let seg = &pkt.hdr().seg;
         let seq = space.to_rel(seg.seq, self.rcv_nxt);
+        if self.held.is_empty() {
+            self.last_progress = now;
+        }
         let fin = seg.flags & FIN != 0;
         let seq_len = seg.len as u64 + fin as u64;
         let len = seg.len as u64;
@@ -453,14 +549,15 @@ impl Conn {
         cfg: &GatewayConfig,
         st: &mut GatewayCounters,
         now: SimTime,
-        pkt: Packet,
-        out: &mut Vec<Packet>,
-    ) {
+        pkt: P,
+        data: bool,
+        out: &mut Vec<P>,
+    ) -> Option<P> {
         let Some(space) = self.server.space else {
             out.push(pkt);
-            return;
+            return None;
         };
-        let seg = &pkt.seg;
+        let seg = &pkt.hdr().seg;
         let ack = space.to_rel(seg.ack, self.client_una);
         if seg.flags & FIN != 0 {
             // The client's FIN goes to the server; its ACK field still releases data.
@@ -473,7 +570,7 @@ impl Conn {
             }
             let p = self.rescale(pkt);
             out.push(p);
-            return;
+            return None;
         }
         self.client_wnd = (seg.window as u64) << self.client_shift();
         if ack > self.client_una {
@@ -489,42 +586,46 @@ impl Conn {
                 self.fin_acked = true;
                 let p = self.rescale(pkt); // the client's ACK of the FIN: the server may close
                 out.push(p);
+                return None;
             }
-            return;
+            return Some(pkt);
         }
-        if ack == self.client_una && self.client_una < self.snd_nxt {
+        if ack == self.client_una && self.client_una < self.snd_nxt && !data {
             if self.suppress > 0 {
                 self.suppress -= 1; // an echo of data resent by go-back-N
-                return;
+                return Some(pkt);
             }
             if cfg.recover_guard && self.client_una < self.recover {
-                return; // echoes of the window that the last go-back-N already resends
+                return Some(pkt); // echoes of the window the last go-back-N resends
             }
             self.dupacks += 1;
             if self.dupacks == cfg.dupthresh {
                 self.go_back_n(st, now);
             }
         }
+        Some(pkt)
     }
 
     /// Shared mode: a segment from the client. SACK blocks mark what it holds; a new
     /// cumulative ACK releases data; the loss of the segment at the hole is inferred
     /// from the `dupthresh`-th duplicate ACK, from a partial ACK in recovery, or from
     /// a resend that is overdue.
+    #[allow(clippy::too_many_arguments)]
     fn on_client_segment_shared(
         &mut self,
         cfg: &GatewayConfig,
         mem: MemShare,
         st: &mut GatewayCounters,
         now: SimTime,
-        pkt: Packet,
-        out: &mut Vec<Packet>,
-    ) {
+        pkt: P,
+        data: bool,
+        out: &mut Vec<P>,
+    ) -> Option<P> {
         let Some(space) = self.server.space else {
             out.push(pkt);
-            return;
+            return None;
         };
-        let seg = &pkt.seg;
+        let seg = &pkt.hdr().seg;
         let ack = space.to_rel(seg.ack, self.client_una);
         let is_fin = seg.flags & FIN != 0;
         if !is_fin {
@@ -549,7 +650,7 @@ impl Conn {
                     self.mark_hole(now, false);
                 }
             }
-        } else if ack == self.client_una && self.client_una < self.snd_nxt && !is_fin {
+        } else if ack == self.client_una && self.client_una < self.snd_nxt && !is_fin && !data {
             if self.in_recovery {
                 self.check_overdue_resend(now);
             } else {
@@ -569,7 +670,7 @@ impl Conn {
             }
             let p = self.rescale(pkt);
             out.push(p);
-            return;
+            return None;
         }
         if advanced {
             // Back-pressure release: a window update once at least two segments' worth
@@ -581,8 +682,10 @@ impl Conn {
                 self.fin_acked = true;
                 let p = self.rescale(pkt); // the client's ACK of the FIN: the server may close
                 out.push(p);
+                return None;
             }
         }
+        Some(pkt)
     }
 
     /// SACK blocks show `dupthresh` segments held above the hole (RFC 6675's rule).
@@ -607,7 +710,7 @@ impl Conn {
             h.sacked = true;
             if h.in_pipe {
                 h.in_pipe = false;
-                self.pipe -= h.pkt.seg.len as u64;
+                self.pipe -= h.pkt.hdr().seg.len as u64;
             }
             self.lost.remove(&s);
         }
@@ -622,7 +725,7 @@ impl Conn {
         }
         if h.in_pipe {
             h.in_pipe = false;
-            self.pipe -= h.pkt.seg.len as u64;
+            self.pipe -= h.pkt.hdr().seg.len as u64;
         }
         self.lost.insert(s);
     }
@@ -663,7 +766,7 @@ impl Conn {
 
     /// A resent segment that should have been acknowledged by now (no reordering on
     /// the satellite: an ACK of anything sent after it shows it lost).
-    fn overdue(&self, now: SimTime, h: &Held) -> bool {
+    fn overdue(&self, now: SimTime, h: &Held<P>) -> bool {
         let srtt = self.rtt.srtt.unwrap_or(self.rtt.rto());
         h.sent_at
             .is_some_and(|t| now > t + srtt + SimDuration(srtt.0 / 4))
@@ -689,7 +792,7 @@ impl Conn {
             }
             any_retx |= h.retx;
             newest = h.sent_at;
-            let len = h.pkt.seg.len as u64;
+            let len = h.pkt.hdr().seg.len as u64;
             if h.in_pipe {
                 self.pipe -= len;
             }
@@ -702,6 +805,7 @@ impl Conn {
             self.rtt.sample(now - t);
         }
         self.client_una = ack;
+        self.last_progress = now;
         self.snd_nxt = self.snd_nxt.max(ack);
         self.dupacks = 0;
         self.rto_at = if self.client_una < self.snd_nxt {
@@ -721,18 +825,21 @@ impl Conn {
     }
 
     /// The copy of held segment `seq` to send now, counted.
-    fn transmit(&mut self, seq: u64, st: &mut GatewayCounters, now: SimTime) -> Packet {
-        let client_seq = self.client.space.map_or(0, |s| s.to_wire(self.client_seq));
+    /// Its ACK field is the server's latest acknowledgement of the client's data.
+    fn transmit(&mut self, seq: u64, st: &mut GatewayCounters, now: SimTime) -> P {
+        let server_ack = self.client.space.map_or(0, |s| s.to_wire(self.server_ack));
         let h = self.held.get_mut(&seq).expect("a held segment");
         let resend = h.sent_at.is_some();
         h.retx |= resend;
         h.sent_at = Some(now);
-        let mut p = h.pkt.clone();
-        p.seg.ack = client_seq;
-        p.created = now;
-        p.uid = crate::net::packet::UNSTAMPED;
         let end = seq + h.seq_len;
-        st.sat_bytes_sent += p.seg.len as u64;
+        let mut p = h.pkt.clone();
+        let q = p.hdr_mut();
+        q.seg.ack = server_ack;
+        q.created = now;
+        q.uid = crate::net::packet::UNSTAMPED;
+        let len = q.seg.len;
+        st.sat_bytes_sent += len as u64;
         if resend {
             st.segments_resent += 1;
         }
@@ -752,14 +859,14 @@ impl Conn {
         window: u64,
         st: &mut GatewayCounters,
         now: SimTime,
-        out: &mut Vec<Packet>,
+        out: &mut Vec<P>,
     ) {
         while self.can_send(window) && self.next_send_at <= now {
             let (&seq, h) = self.held.range(self.snd_nxt..).next().expect("can_send");
             debug_assert_eq!(seq, self.snd_nxt);
             self.snd_nxt = seq + h.seq_len;
             let p = self.transmit(seq, st, now);
-            let size = p.seg.len;
+            let size = p.hdr().seg.len;
             out.push(p);
             if let Some(r) = cfg.pace {
                 self.next_send_at = now + r.tx_time((size + TCPIP_HEADER) as u64);
@@ -773,7 +880,7 @@ impl Conn {
         &mut self,
         st: &mut GatewayCounters,
         now: SimTime,
-        out: &mut Vec<Packet>,
+        out: &mut Vec<P>,
     ) -> Option<u32> {
         let seq = match self.lost.pop_first() {
             Some(s) => s,
@@ -786,8 +893,8 @@ impl Conn {
         let p = self.transmit(seq, st, now);
         let h = self.held.get_mut(&seq).expect("a held segment");
         h.in_pipe = true;
-        self.pipe += p.seg.len as u64;
-        let size = p.size;
+        self.pipe += p.hdr().seg.len as u64;
+        let size = p.hdr().size;
         out.push(p);
         Some(size)
     }
@@ -798,7 +905,7 @@ impl Conn {
         window: u64,
         st: &mut GatewayCounters,
         now: SimTime,
-        out: &mut Vec<Packet>,
+        out: &mut Vec<P>,
     ) {
         if self.rto_at.is_some_and(|t| t <= now) {
             // No backoff: the satellite side is the gateway's own link, and the paper

@@ -182,6 +182,22 @@ fn idle_connections_are_reaped_but_not_while_they_hold_data() {
     );
     assert_eq!(gw.stats.conns_closed, 1);
     assert!(gw.held_bytes(&(SERVER, 5001, CLIENT, 2)).is_some());
+    // ... until its client has acknowledged nothing for `abandon_timeout` (300 s): the
+    // satellite-side timer keeps firing meanwhile, and the held bytes are reported
+    let mut t = 30_000_000_000;
+    while gw.conns() == 1 {
+        let next = gw.next_timer().expect("the satellite-side timer").0;
+        assert!(next > t && next <= 304_000_000_000, "{next}");
+        t = next;
+        gw.on_timer(SimTime(t), &mut out);
+    }
+    assert!(
+        t >= 300_000_000_002,
+        "abandoned at {t} ns, not before 300 s of silence"
+    );
+    assert_eq!((gw.abandoned, gw.abandoned_bytes), (1, 500));
+    assert_eq!(gw.stats.conns_closed, 2);
+    assert_eq!(gw.next_timer(), None, "nothing left to wait for");
 }
 
 #[test]
@@ -303,4 +319,166 @@ fn sack_offered_by_the_client_is_granted_toward_it_and_stripped_toward_the_serve
     let f = out.iter().find(|p| p.seg.flags & FIN != 0).unwrap();
     assert!(f.seg.opts.sack.is_none());
     assert_eq!(f.size, 40);
+}
+
+/// Real downloads: the client opens, completes the handshake and sends a request; the
+/// server answers. The handshake's last ACK and the request reach the server (the
+/// request with the gateway's own ACK and window: the server's send window was opened
+/// by spoofed ACKs), the data toward the client acknowledges the request, and the
+/// spoofed ACKs carry the client's sequence number after the request.
+#[test]
+fn a_client_opened_connection_passes_the_handshake_and_the_clients_data() {
+    let mut gw = Gateway::new(cfg(""), UP);
+    open(&mut gw, 1, 100, 200, None);
+    let mut out = vec![];
+    gw.on_packet(
+        SimTime(2),
+        Dir::ToServer,
+        pkt(false, 1, ACK, 101, 201, 0),
+        &mut out,
+    );
+    assert_eq!(out.len(), 1, "the handshake's last ACK passes");
+    assert_eq!(
+        (out[0].dst, out[0].seg.ack, out[0].seg.len),
+        (SERVER, 201, 0)
+    );
+    out.clear();
+    // a second pure ACK (a window update) is the gateway's business: absorbed
+    gw.on_packet(
+        SimTime(3),
+        Dir::ToServer,
+        pkt(false, 1, ACK, 101, 201, 0),
+        &mut out,
+    );
+    assert!(out.is_empty(), "{out:?}");
+    gw.on_packet(
+        SimTime(4),
+        Dir::ToServer,
+        pkt(false, 1, ACK, 101, 201, 80),
+        &mut out,
+    );
+    assert_eq!(out.len(), 1, "the request passes");
+    assert_eq!(
+        (out[0].seg.seq, out[0].seg.len, out[0].seg.ack),
+        (101, 80, 201)
+    );
+    out.clear();
+    // the server acknowledges the request (passes), then answers with data
+    gw.on_packet(
+        SimTime(5),
+        Dir::ToClient,
+        pkt(true, 1, ACK, 201, 181, 0),
+        &mut out,
+    );
+    assert_eq!(out.len(), 1);
+    out.clear();
+    gw.on_packet(
+        SimTime(6),
+        Dir::ToClient,
+        pkt(true, 1, ACK, 201, 181, 1000),
+        &mut out,
+    );
+    let ack = out.iter().find(|p| p.dst == SERVER).expect("a spoofed ACK");
+    assert_eq!(
+        (ack.seg.seq, ack.seg.ack),
+        (181, 1201),
+        "after the request, all data"
+    );
+    let data = out
+        .iter()
+        .find(|p| p.dst == CLIENT)
+        .expect("data toward the client");
+    assert_eq!((data.seg.seq, data.seg.ack, data.seg.len), (201, 181, 1000));
+    out.clear();
+    // more client data with an ACK older than what the gateway acknowledged: it reaches
+    // the server acknowledging what the gateway did (a real server drops a segment
+    // whose ACK is more than a window old), with the gateway's window
+    let adv = gw.advertised(&(SERVER, 5001, CLIENT, 1)).expect("tracked");
+    gw.on_packet(
+        SimTime(7),
+        Dir::ToServer,
+        pkt(false, 1, ACK, 181, 201, 50),
+        &mut out,
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].seg.seq, out[0].seg.len, out[0].seg.ack),
+        (181, 50, 1201)
+    );
+    assert_eq!(out[0].seg.window as u64, adv.min(65_535));
+    assert_eq!(
+        gw.held_bytes(&(SERVER, 5001, CLIENT, 1)),
+        Some(1000),
+        "not released"
+    );
+    assert_eq!(
+        gw.stats.go_back_n, 0,
+        "a data segment is not a duplicate ACK"
+    );
+}
+
+/// Thousands of connections: the timer set and the eligible set keep each event cheap
+/// and do what a pass over the table did — the fair share of a small link window goes
+/// round robin in key order, every connection's data is sent once, and the table
+/// empties by idle reaping.
+#[test]
+fn thousands_of_connections_share_the_link_in_round_robin_and_are_reaped() {
+    let n = 2000u16;
+    let mut gw = Gateway::new(cfg(r#""link_window":"10000B","idle_timeout":"10s""#), UP);
+    for port in 1..=n {
+        open(&mut gw, port, 100, 200, None);
+    }
+    assert_eq!(gw.conns(), n as usize);
+    let mut out = vec![];
+    let mut sent = vec![];
+    for port in 1..=n {
+        gw.on_packet(
+            SimTime(10),
+            Dir::ToClient,
+            pkt(true, port, ACK, 201, 101, 1000),
+            &mut out,
+        );
+        sent.extend(
+            out.drain(..)
+                .filter(|p| p.dst == CLIENT)
+                .map(|p| p.seg.dport),
+        );
+    }
+    // 10 000 B in flight at most: the first ten connections got their segment out
+    assert_eq!(sent, (1..=10).collect::<Vec<u16>>());
+    let mut rounds = 0;
+    let mut acked = 0;
+    while acked < n as usize {
+        rounds += 1;
+        let batch = std::mem::take(&mut sent);
+        assert!(!batch.is_empty() && batch.len() <= 10, "{batch:?}");
+        for port in batch {
+            acked += 1;
+            gw.on_packet(
+                SimTime(20 + rounds),
+                Dir::ToServer,
+                pkt(false, port, ACK, 101, 1201, 0),
+                &mut out,
+            );
+            sent.extend(
+                out.drain(..)
+                    .filter(|p| p.dst == CLIENT)
+                    .map(|p| p.seg.dport),
+            );
+        }
+        if rounds == 1 {
+            // each ACK frees room for the next connection in key order
+            assert_eq!(sent, (11..=20).collect::<Vec<u16>>());
+        }
+    }
+    assert_eq!(rounds, 200);
+    assert_eq!(gw.stats.sat_bytes_sent, n as u64 * 1000);
+    assert_eq!(gw.stats.segments_resent, 0);
+    assert_eq!(gw.shared_use(), Some((0, gw.shared_use().unwrap().1)));
+    // all idle now: one wake-up reaps them all
+    let t = gw.next_timer().expect("idle deadlines");
+    assert!(t.0 >= 10_000_000_000 && t.0 <= 10_000_000_300, "{t}");
+    gw.on_timer(SimTime(10_000_001_000), &mut out);
+    assert_eq!((gw.conns(), gw.stats.conns_closed), (0, n as u64));
+    assert_eq!(gw.next_timer(), None);
 }

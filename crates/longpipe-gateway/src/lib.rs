@@ -1,0 +1,20 @@
+//! longpipe-gateway: the satellite TCP gateway of seed 003 (ACK spoofing, its own
+//! window toward the satellite, shared fairly among connections) as a daemon on real
+//! packets. It runs the core's [`Gateway`](longpipe_core::middlebox::gateway::Gateway)
+//! — the element the simulator's `tcp-gateway` node runs — on IPv4/TCP packets read
+//! from two TUN devices that policy routing sends the router's transit TCP traffic
+//! through, one per direction.
+//!
+//! Modules: [`opts`] (the command line, checked before set-up), [`path`] (the packet
+//! path, no I/O: bytes in, bytes out; fuzzed and benchmarked), [`pkt`] (the packet type
+//! the gateway carries: header and payload bytes), [`metrics`] (Prometheus text format
+//! on a local HTTP endpoint, the stats line), [`setup`] (devices, routes, rules,
+//! sysctls; teardown), [`worker`] (the unprivileged packet loop). The binary
+//! (`src/main.rs`) is the privileged parent. See docs/notes/gateway-daemon.md.
+
+pub mod metrics;
+pub mod opts;
+pub mod path;
+pub mod pkt;
+pub mod setup;
+pub mod worker;

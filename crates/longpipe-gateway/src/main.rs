@@ -1,0 +1,321 @@
+//! `longpipe-gateway`: the satellite TCP gateway daemon (`longpipe gateway run` runs it).
+//!
+//! Processes: this one starts as root, checks the options, opens the two TUN devices,
+//! installs routes, rules and sysctls ([`setup`]), binds the metrics port, and starts
+//! the packet loop — this binary again (`__worker`) — as an unprivileged user (`--user`,
+//! the user behind sudo, or nobody; never root), handing it the descriptors by
+//! inheritance. The worker checks that it holds no root id and no capability before
+//! touching a packet. The parent only waits (passing SIGTERM/SIGINT/SIGHUP on) and
+//! tears the set-up down when the worker ends. Exit status: 0, 2 bad input or an
+//! unusable environment (one line on stderr), 1 internal error.
+
+use longpipe_emu::sys;
+use longpipe_gateway::opts::{self, Opts, USAGE};
+use longpipe_gateway::path::{PacketPath, Prefix};
+use longpipe_gateway::setup;
+use longpipe_gateway::worker::{self, Privileges};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("run") => match opts::parse(&args[1..], false) {
+            Ok(o) => cmd_run(o),
+            Err(e) => bad(e),
+        },
+        Some("cleanup") => match opts::parse(&args[1..], true) {
+            Ok(o) => cmd_cleanup(&o),
+            Err(e) => bad(e),
+        },
+        Some("__worker") => worker_main(),
+        Some("--help" | "-h") => {
+            // a closed pipe (| head) is not an error
+            let _ = writeln!(io::stdout(), "{USAGE}");
+            0
+        }
+        _ => bad(format!("expected a command\n{USAGE}")),
+    };
+    std::process::exit(code);
+}
+
+fn bad(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {msg}");
+    2
+}
+
+/// What the parent hands the worker (one JSON line on its stdin, which then stays open
+/// as the stop channel).
+#[derive(Serialize, Deserialize)]
+struct Plan {
+    opts: Opts,
+    clients: Vec<Prefix>,
+    /// TUN descriptors: toward the client, toward the server.
+    tuns: [i32; 2],
+    listener: Option<i32>,
+}
+
+fn preflight() -> Result<(), String> {
+    if sys::geteuid() != 0 {
+        return Err(
+            "longpipe-gateway run needs root (CAP_NET_ADMIN) for the set-up; the \
+                    packet loop then runs unprivileged"
+                .into(),
+        );
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err("/dev/net/tun is missing: no TUN support here".into());
+    }
+    if Command::new("ip")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_err()
+    {
+        return Err("the ip command (iproute2) is missing".into());
+    }
+    Ok(())
+}
+
+/// The user the worker runs as: --user, the user behind sudo, or nobody.
+fn target_user(arg: Option<&str>) -> Result<(u32, u32), String> {
+    let (u, g) = if let Some(u) = arg {
+        sys::lookup_user(u).ok_or_else(|| format!("--user: no user {u:?}"))?
+    } else {
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+        match (env("SUDO_UID"), env("SUDO_GID")) {
+            (Some(u), Some(g)) if u != 0 => (u, g),
+            _ => sys::lookup_user("nobody").unwrap_or((65_534, 65_534)),
+        }
+    };
+    if u == 0 || g == 0 {
+        return Err("--user: the packet loop never runs as root (uid or gid 0)".into());
+    }
+    Ok((u, g))
+}
+
+fn cmd_cleanup(o: &Opts) -> i32 {
+    if let Err(e) = preflight() {
+        return bad(e);
+    }
+    match setup::cleanup(o) {
+        Ok(r) => {
+            if r.is_empty() {
+                println!("nothing to clean up");
+            }
+            for x in r {
+                println!("removed rule {x}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn cmd_run(o: Opts) -> i32 {
+    if let Err(e) = preflight() {
+        return bad(e);
+    }
+    if !setup::link_exists(&o.uplink) {
+        return bad(format!("--uplink {:?}: no such interface", o.uplink));
+    }
+    let clients = if o.clients.is_empty() {
+        match setup::routes_over(&o.uplink) {
+            Ok(c) if !c.is_empty() => c,
+            _ => {
+                return bad(format!(
+                    "--clients: no IPv4 route goes over {:?}; name the client networks",
+                    o.uplink
+                ))
+            }
+        }
+    } else {
+        o.clients.clone()
+    };
+    let (uid, gid) = match target_user(o.user.as_deref()) {
+        Ok(x) => x,
+        Err(e) => return bad(e),
+    };
+    let listener = match &o.metrics {
+        Some(a) => match TcpListener::bind(a) {
+            Ok(l) => Some(l),
+            Err(e) => return bad(format!("--metrics {a}: cannot listen: {e}")),
+        },
+        None => None,
+    };
+    if let Err(e) = sys::catch_signals() {
+        eprintln!("error: cannot install signal handlers: {e}");
+        return 1;
+    }
+    let _ = setup::cleanup(&o); // rules left by a crashed run with these names
+    let tuns = match (
+        sys::tun_open(&o.dev_to_client()),
+        sys::tun_open(&o.dev_to_server()),
+    ) {
+        (Ok(c), Ok(s)) => [c, s],
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!(
+                "error: cannot open the TUN devices {}/{}: {e}",
+                o.dev_to_client(),
+                o.dev_to_server()
+            );
+            return 1;
+        }
+    };
+    let mut inst = match setup::install(&o, &clients) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: cannot set up routing: {e}");
+            return 1;
+        }
+    };
+    let code = match supervise(&o, &clients, tuns, listener, uid, gid) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    };
+    inst.teardown();
+    code
+}
+
+fn supervise(
+    o: &Opts,
+    clients: &[Prefix],
+    tuns: [OwnedFd; 2],
+    listener: Option<TcpListener>,
+    uid: u32,
+    gid: u32,
+) -> io::Result<i32> {
+    let lfd: Option<OwnedFd> = listener.map(OwnedFd::from);
+    let plan = Plan {
+        opts: o.clone(),
+        clients: clients.to_vec(),
+        tuns: [tuns[0].as_raw_fd(), tuns[1].as_raw_fd()],
+        listener: lfd.as_ref().map(|l| l.as_raw_fd()),
+    };
+    let passed: Vec<&OwnedFd> = tuns.iter().chain(lfd.iter()).collect();
+    // Only the worker inherits these: close-on-exec is lifted just for its start (this
+    // process has no other thread that could start a program meanwhile).
+    for fd in &passed {
+        sys::set_cloexec(*fd, false)?;
+    }
+    let spawned = Command::new(std::env::current_exe()?)
+        .arg("__worker")
+        .uid(uid)
+        .gid(gid)
+        .stdin(Stdio::piped())
+        .spawn();
+    for fd in &passed {
+        sys::set_cloexec(*fd, true)?;
+    }
+    let mut child = spawned?;
+    // The devices live in the worker now: they vanish when it ends.
+    drop(tuns);
+    drop(lfd);
+    let mut ctl = child.stdin.take().expect("piped");
+    ctl.write_all(serde_json::to_string(&plan)?.as_bytes())?;
+    ctl.write_all(b"\n")?;
+    ctl.flush()?;
+    let mut ctl = Some(ctl);
+    let mut stopping: Option<Instant> = None;
+    let grace = Duration::from_nanos(o.drain_ns) + Duration::from_secs(10);
+    let st = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        let sig = sys::SIGNALLED.swap(0, Ordering::SeqCst);
+        if sig != 0 && stopping.is_none() {
+            let _ = sys::kill(child.id() as i32, libc::SIGTERM);
+            ctl = None; // end of file: stop
+            stopping = Some(Instant::now());
+        }
+        if stopping.is_some_and(|t| t.elapsed() > grace) {
+            eprintln!("longpipe-gateway: the packet loop did not stop in time: killed");
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(ctl);
+    Ok(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)))
+}
+
+fn worker_main() -> i32 {
+    match worker_inner() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: packet loop: {e}");
+            1
+        }
+    }
+}
+
+fn worker_inner() -> io::Result<()> {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    let mut stdin = io::stdin().lock();
+    while stdin.read(&mut b)? == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    drop(stdin);
+    let plan: Plan = serde_json::from_slice(&line)?;
+    sys::catch_signals()?;
+    let privs = Privileges::current()?;
+    if !privs.dropped() {
+        return Err(io::Error::other(format!(
+            "refusing to handle packets with privileges: {privs:?}"
+        )));
+    }
+    let tuns = [
+        sys::own_inherited(plan.tuns[0])?,
+        sys::own_inherited(plan.tuns[1])?,
+    ];
+    let listener = match plan.listener {
+        Some(fd) => {
+            let l = TcpListener::from(sys::own_inherited(fd)?);
+            l.set_nonblocking(false)?;
+            Some(l)
+        }
+        None => None,
+    };
+    let addr = listener
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map_or("off".to_string(), |a| format!("http://{a}/metrics"));
+    let (cfg, up) = plan.opts.gateway_config().map_err(io::Error::other)?;
+    let o = &plan.opts;
+    eprintln!(
+        "longpipe-gateway: ready: pid {} uid {} gid {} capabilities none; uplink {} ({} bit/s, rtt {} ms, \
+         satellite window {} B); clients {}; devices {}/{}; metrics {addr}",
+        std::process::id(),
+        privs.uids[0],
+        privs.gids[0],
+        o.uplink,
+        o.rate_bps,
+        o.rtt_ns / 1_000_000,
+        up.bdp,
+        plan.clients
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        o.dev_to_client(),
+        o.dev_to_server()
+    );
+    let path = PacketPath::new(cfg, up, plan.clients.clone());
+    let ctl = sys::own_inherited(0)?;
+    let sum = worker::run(o, path, tuns, Some(ctl), listener)?;
+    println!("{}", serde_json::to_string(&sum)?);
+    io::stdout().flush()?;
+    Ok(())
+}

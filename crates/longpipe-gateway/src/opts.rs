@@ -1,0 +1,300 @@
+//! `longpipe-gateway run` options: parsed and checked before anything is set up, so bad
+//! input exits 2 with one line naming the option.
+//!
+//! The gateway's own settings are the scenario's `gateway = { ... }` keys (the core's
+//! `GatewaySpec`, resolved by the core with its checks); the satellite link's rate and
+//! round-trip time give the defaults the simulator derives from its links.
+
+use crate::path::Prefix;
+use longpipe_core::middlebox::gateway::{default_window, GatewayConfig, GatewaySpec, Uplink};
+use longpipe_core::time::{Rate, SimDuration};
+use longpipe_core::units::{parse_duration, parse_rate};
+use serde::{Deserialize, Serialize};
+
+pub const USAGE: &str = "usage: longpipe-gateway run --uplink IF --rate RATE --rtt TIME [--mode spoof] [--clients CIDR[,CIDR...]]
+           [--window BYTES] [--buffer BYTES] [--memory BYTES] [--link-window BYTES] [--shared true|false]
+           [--pace RATE] [--dupthresh N] [--min-rto TIME] [--idle-timeout TIME] [--abandon-timeout TIME]
+           [--max-conns N] [--metrics ADDR:PORT|off] [--stats-interval TIME] [--drain TIME] [--user USER]
+           [--name PREFIX] [--table N] [--pref N] [--mtu N]
+       longpipe-gateway cleanup [--name PREFIX] [--table N] [--pref N]";
+
+/// Everything the privileged parent and the unprivileged worker need (the worker gets
+/// it as one JSON line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Opts {
+    pub uplink: String,
+    /// Client prefixes (behind the satellite); empty: the routes over the uplink.
+    pub clients: Vec<Prefix>,
+    pub rate_bps: u64,
+    pub rtt_ns: u64,
+    /// The core's `GatewaySpec` as JSON.
+    pub gateway: serde_json::Value,
+    /// None: no metrics endpoint.
+    pub metrics: Option<String>,
+    pub stats_interval_ns: u64,
+    pub drain_ns: u64,
+    pub user: Option<String>,
+    /// Device prefix: devices NAMEc (toward the client) and NAMEs (toward the server).
+    pub name: String,
+    /// Routing tables `table` (toward the client) and `table + 1`.
+    pub table: u32,
+    /// First rule preference.
+    pub pref: u32,
+    pub mtu: u32,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            uplink: String::new(),
+            clients: vec![],
+            rate_bps: 0,
+            rtt_ns: 0,
+            gateway: serde_json::json!({}),
+            metrics: Some("127.0.0.1:9464".into()),
+            stats_interval_ns: 10_000_000_000,
+            drain_ns: 5_000_000_000,
+            user: None,
+            name: "lpgw".into(),
+            table: 7450,
+            pref: 7450,
+            mtu: 1500,
+        }
+    }
+}
+
+impl Opts {
+    pub fn dev_to_client(&self) -> String {
+        format!("{}c", self.name)
+    }
+    pub fn dev_to_server(&self) -> String {
+        format!("{}s", self.name)
+    }
+
+    /// The core gateway's configuration and the uplink it serves.
+    pub fn gateway_config(&self) -> Result<(GatewayConfig, Uplink), String> {
+        let spec: GatewaySpec = serde_json::from_value(self.gateway.clone())
+            .map_err(|e| format!("gateway options: {e}"))?;
+        let cfg = spec.resolve("gateway").map_err(|e| {
+            let opt = e.path.trim_start_matches("gateway").trim_start_matches('.');
+            format!("--{}: {}", opt.replace('_', "-"), e.msg)
+        })?;
+        let rate = Rate(self.rate_bps);
+        let up = Uplink {
+            rate: Some(rate),
+            bdp: default_window(rate, SimDuration(self.rtt_ns)),
+        };
+        Ok((cfg, up))
+    }
+}
+
+/// Parses the arguments after `run` (or `cleanup`, `for_cleanup`).
+pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
+    let mut o = Opts::default();
+    let mut gw = serde_json::Map::new();
+    gw.insert("mode".into(), "spoof".into());
+    let (mut rate, mut rtt) = (None, None);
+    let mut i = 0;
+    while i < a.len() {
+        let opt = a[i].as_str();
+        let val = || -> Result<String, String> {
+            a.get(i + 1)
+                .cloned()
+                .ok_or_else(|| format!("{opt}: expected a value"))
+        };
+        let dur = |v: &str| parse_duration(v).map_err(|e| format!("{opt} {v:?}: {e}"));
+        match opt {
+            "--uplink" if !for_cleanup => o.uplink = val()?,
+            "--clients" if !for_cleanup => {
+                for c in val()?.split(',').filter(|c| !c.is_empty()) {
+                    o.clients.push(Prefix::parse(c).ok_or_else(|| {
+                        format!("--clients: {c:?} is not an IPv4 address or prefix (10.1.0.0/16)")
+                    })?);
+                }
+            }
+            "--rate" if !for_cleanup => {
+                let v = val()?;
+                let r = parse_rate(&v).map_err(|e| format!("--rate {v:?}: {e}"))?;
+                if r.0 == 0 {
+                    return Err("--rate: must be positive".into());
+                }
+                rate = Some(r.0);
+            }
+            "--rtt" if !for_cleanup => {
+                let v = val()?;
+                let d = dur(&v)?;
+                if d.0 == 0 {
+                    return Err("--rtt: must be positive".into());
+                }
+                rtt = Some(d.0);
+            }
+            "--mode" if !for_cleanup => {
+                let v = val()?;
+                match v.as_str() {
+                    "spoof" => {}
+                    "split" => {
+                        return Err("--mode split (kernel sockets with nftables TPROXY) is not \
+                                    implemented yet: see docs/notes/gateway-daemon.md"
+                            .into())
+                    }
+                    _ => return Err(format!("--mode: expected spoof, got {v:?}")),
+                }
+            }
+            "--window" | "--buffer" | "--memory" | "--link-window" | "--pace" | "--min-rto"
+            | "--idle-timeout" | "--abandon-timeout"
+                if !for_cleanup =>
+            {
+                gw.insert(opt[2..].replace('-', "_"), val()?.into());
+            }
+            "--dupthresh" | "--max-conns" if !for_cleanup => {
+                let v = val()?;
+                let n: u32 = v
+                    .parse()
+                    .map_err(|_| format!("{opt}: expected a whole number, got {v:?}"))?;
+                gw.insert(opt[2..].replace('-', "_"), n.into());
+            }
+            "--shared" if !for_cleanup => {
+                let v = val()?;
+                let b = match v.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(format!("--shared: expected true or false, got {v:?}")),
+                };
+                gw.insert("shared".into(), b.into());
+            }
+            "--metrics" if !for_cleanup => {
+                let v = val()?;
+                o.metrics = if v == "off" {
+                    None
+                } else {
+                    v.parse::<std::net::SocketAddr>()
+                        .map_err(|_| format!("--metrics: expected ADDR:PORT or off, got {v:?}"))?;
+                    Some(v)
+                };
+            }
+            "--stats-interval" if !for_cleanup => {
+                let d = dur(&val()?)?;
+                if d.0 == 0 {
+                    return Err("--stats-interval: must be positive".into());
+                }
+                o.stats_interval_ns = d.0;
+            }
+            "--drain" if !for_cleanup => o.drain_ns = dur(&val()?)?.0,
+            "--user" if !for_cleanup => o.user = Some(val()?),
+            "--mtu" if !for_cleanup => {
+                let v = val()?;
+                o.mtu = v
+                    .parse()
+                    .ok()
+                    .filter(|m| (576..=65_535).contains(m))
+                    .ok_or_else(|| format!("--mtu: expected 576 to 65535, got {v:?}"))?;
+            }
+            "--name" => {
+                let v = val()?;
+                if v.is_empty()
+                    || v.len() > 13
+                    || !v
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    return Err(format!(
+                        "--name: expected 1 to 13 letters, digits, - or _, got {v:?}"
+                    ));
+                }
+                o.name = v;
+            }
+            "--table" | "--pref" => {
+                let v = val()?;
+                let n: u32 = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| (1..=32_000).contains(&n) && n != 253 && n != 254 && n != 255)
+                    .ok_or_else(|| {
+                        format!("{opt}: expected 1 to 32000 (not 253-255), got {v:?}")
+                    })?;
+                if opt == "--table" {
+                    o.table = n;
+                } else {
+                    o.pref = n;
+                }
+            }
+            _ => return Err(format!("unknown option {opt:?}\n{USAGE}")),
+        }
+        i += 2;
+    }
+    o.gateway = serde_json::Value::Object(gw);
+    if for_cleanup {
+        return Ok(o);
+    }
+    if o.uplink.is_empty() {
+        return Err("run: --uplink IF is required (the interface toward the satellite)".into());
+    }
+    let (Some(r), Some(t)) = (rate, rtt) else {
+        return Err(
+            "run: --rate and --rtt are required (the satellite link's rate toward \
+                    the clients and its round-trip time: pacing and default windows)"
+                .into(),
+        );
+    };
+    (o.rate_bps, o.rtt_ns) = (r, t);
+    o.gateway_config()?;
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn options_reach_the_core_gateway_and_errors_name_the_option() {
+        let o = parse(
+            &args("--uplink eth1 --rate 20Mbps --rtt 600ms --window 200KB --max-conns 5000 --clients 10.1.0.0/16,10.2.0.7"),
+            false,
+        )
+        .unwrap();
+        let (cfg, up) = o.gateway_config().unwrap();
+        assert_eq!(
+            (cfg.window, cfg.max_conns, cfg.shared),
+            (Some(200_000), 5000, true)
+        );
+        assert_eq!(up.bdp, 20_000_000 * 6 / 10 / 8);
+        assert_eq!(
+            o.clients,
+            vec![Prefix([10, 1, 0, 0], 16), Prefix([10, 2, 0, 7], 32)]
+        );
+        let e = |s: &str| parse(&args(s), false).unwrap_err();
+        let base = "--uplink eth1 --rate 20Mbps --rtt 600ms";
+        assert_eq!(
+            e(&format!("{base} --window 0B")),
+            "--window: must be positive (omit it for the uplink's bandwidth-delay product)"
+        );
+        assert!(
+            e(&format!("{base} --window lots")).starts_with("gateway options:"),
+            "{}",
+            e(&format!("{base} --window lots"))
+        );
+        assert!(e(&format!("{base} --idle-timeout 0s")).starts_with("--idle-timeout:"));
+        assert!(e(&format!("{base} --mode split")).contains("not implemented"));
+        assert!(e(&format!("{base} --clients 10.0.0.300")).starts_with("--clients:"));
+        assert!(e(&format!("{base} --bogus 1")).starts_with("unknown option \"--bogus\""));
+        assert!(e("--uplink eth1 --rate 20Mbps").starts_with("run: --rate and --rtt"));
+        assert!(e("--rate 1Mbps --rtt 1s").starts_with("run: --uplink"));
+        assert!(e(&format!("{base} --metrics nowhere")).starts_with("--metrics:"));
+        assert!(e(&format!("{base} --name way-too-long-name")).starts_with("--name:"));
+        assert!(e(&format!("{base} --shared false --memory 1MB")).starts_with("--shared:"));
+    }
+
+    #[test]
+    fn prefixes_match_as_routes_do() {
+        let p = Prefix::parse("10.1.0.0/16").unwrap();
+        assert!(p.contains([10, 1, 255, 3]) && !p.contains([10, 2, 0, 1]));
+        assert!(Prefix::parse("0.0.0.0/0").unwrap().contains([8, 8, 8, 8]));
+        assert!(Prefix::parse("10.0.0.3").unwrap().contains([10, 0, 0, 3]));
+        assert!(!Prefix::parse("10.0.0.3").unwrap().contains([10, 0, 0, 4]));
+        assert!(Prefix::parse("10.0.0.0/33").is_none());
+    }
+}
