@@ -20,7 +20,7 @@
 //! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
-use longpipe_emu::ferry::{Ferry, MonoClock, Net};
+use longpipe_emu::ferry::{EarlyWake, Ferry, MonoClock, Net};
 use longpipe_emu::flows::{self, FlowSockets};
 use longpipe_emu::linux::{self, FlowMap};
 use longpipe_emu::netns::{self, Setup};
@@ -568,6 +568,7 @@ fn ferry_inner() -> io::Result<()> {
         .and_then(|s| s.validate())
         .map_err(|e| io::Error::other(e.to_string()))?;
     let mut ferry = Ferry::new(Net::new(&sc, plan.seed), plan.mtu as usize);
+    ferry.spin_before_due(EarlyWake::DEFAULT_MAX_NS);
     for &(p, _) in &plan.pcaps {
         ferry.capture(p);
     }
@@ -646,6 +647,9 @@ fn ferry_inner() -> io::Result<()> {
             "late_p99_us": us(st.late.quantile_ns(0.99)),
             "late_max_us": st.late.max_ns as f64 / 1000.0,
             "wakeups": st.wakeups,
+            "spins": st.spins,
+            "spin_ms": ferry.early.as_ref().map_or(0.0, |e| e.spun_ns as f64 / 1e6),
+            "rests": ferry.early.as_ref().map_or(0, |e| e.rests),
             "buffers_allocated": ferry.pool.allocated,
         },
         "errors": errors,

@@ -105,6 +105,24 @@ impl Io for TunIo {
         Ok(())
     }
 
+    fn rest(&mut self, ns: u64) -> io::Result<()> {
+        // Only the control descriptor is watched (the last one, when there is one).
+        let ctl = if self.ctl.is_some() {
+            let n = self.pfds.len();
+            &mut self.pfds[n - 1..]
+        } else {
+            &mut []
+        };
+        for p in ctl.iter_mut() {
+            p.revents = 0;
+        }
+        sys::ppoll(ctl, Some(ns))?;
+        if ctl.first().is_some_and(|p| p.revents != 0) {
+            self.check_ctl();
+        }
+        Ok(())
+    }
+
     fn stop_requested(&mut self) -> bool {
         self.stop
             || (self.on_signal && sys::SIGNALLED.load(Ordering::Relaxed) != 0)
