@@ -33,8 +33,8 @@
 //! payload bytes it must resend.
 //!
 //! Why one file of ~900 lines: the gateway's spec, its connection table (with its timer
-//! and eligible sets) and the shared
-//! per-uplink budget, which hands out and takes back window on every connection event.
+//! and eligible sets) and the shared per-uplink budget, which hands out and takes back
+//! window on every connection event.
 
 pub mod node;
 pub mod split;
