@@ -26,6 +26,7 @@ impl Default for RtoBounds {
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     pub srtt: Option<SimDuration>,
+    /// RFC 6298's RTTVAR (the Linux estimator keeps its own mdev and rttvar).
     pub rttvar: SimDuration,
     /// Smallest SRTT seen (Hybla's Linux rule uses it) and smallest sample.
     pub min_srtt: Option<SimDuration>,
@@ -71,7 +72,6 @@ impl RttEstimator {
         };
         let (srtt, rto) = l.sample(r, self.min_rto, snd_una, snd_nxt);
         self.srtt = Some(srtt);
-        self.rttvar = SimDuration(l.rttvar / 4);
         self.min_srtt = Some(self.min_srtt.map_or(srtt, |m| m.min(srtt)));
         self.min_sample = Some(self.min_sample.map_or(r, |m| m.min(r)));
         self.rto = rto.min(self.max_rto);
@@ -167,6 +167,15 @@ mod tests {
         e.back_off();
         e.syn_timed_out();
         assert_eq!(e.rto(), SimDuration::from_secs(8));
+        // exactly 3 s is not "less than 3 seconds": the backed-off RTO stands
+        let mut e = RttEstimator::new(
+            SimDuration::from_secs(3),
+            SimDuration::from_secs(1),
+            SimDuration::from_secs(60),
+        );
+        e.back_off();
+        e.syn_timed_out();
+        assert_eq!(e.rto(), SimDuration::from_secs(6));
         let mut e = RttEstimator::new(
             SimDuration::from_secs(1),
             SimDuration::from_secs(1),
@@ -174,6 +183,30 @@ mod tests {
         );
         e.syn_timed_out();
         assert_eq!(e.rto(), SimDuration::from_secs(2));
+    }
+    #[test]
+    fn linux_estimator_keeps_min_rto_above_srtt() {
+        // Steady 100 ms samples, one per round trip. RFC 6298: RTO = max(min_rto, SRTT +
+        // 4·RTTVAR) decays towards the 200 ms floor. Linux (tcp_rtt_estimator,
+        // tcp_set_rto): RTO = SRTT + rttvar with rttvar never below rto_min, so 300 ms.
+        let ms = SimDuration::from_millis;
+        let mut lin = RttEstimator::new_linux(
+            SimDuration::from_secs(1),
+            ms(200),
+            SimDuration::from_secs(60),
+        );
+        let mut rfc = RttEstimator::new(
+            SimDuration::from_secs(1),
+            ms(200),
+            SimDuration::from_secs(60),
+        );
+        for k in 0..40u64 {
+            lin.sample_at(ms(100), 10 * k + 10, 10 * k + 20);
+            rfc.sample_at(ms(100), 10 * k + 10, 10 * k + 20);
+        }
+        assert_eq!(lin.srtt, Some(ms(100)));
+        assert_eq!(lin.rto(), ms(300));
+        assert!(rfc.rto() < ms(210), "{:?}", rfc.rto());
     }
     #[test]
     fn floor_and_cap() {
