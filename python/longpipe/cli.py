@@ -21,28 +21,8 @@ from ._io import OutputError
 from .api import ScenarioError
 from .options import UsageError
 from .options import overrides as _overrides
+from .options import pcap_specs as _pcap_specs
 from .options import seed_option as _seed_option
-
-
-def _pcap_specs(specs: list[str] | None, out: Path) -> tuple[list[str], dict[str, Path]]:
-    names: list[str] = []
-    files: dict[str, Path] = {}
-    for s in specs or []:
-        spec, _, file = s.partition("=")
-        if not spec:
-            raise UsageError(f"--pcap {s!r}: expected A-B or A-B=FILE, e.g. --pcap server-client")
-        if not file and (os.sep in spec or spec.startswith(".") or "\0" in spec):
-            raise UsageError(f"--pcap {s!r}: name the file with {spec}=FILE")
-        path = Path(file) if file else out / f"{spec}.pcap"
-        if spec in files and files[spec] != path:
-            raise UsageError(f"--pcap {spec}: given twice with different files")
-        if spec not in files:
-            names.append(spec)
-        files[spec] = path
-    dup = [p for p in set(files.values()) if list(files.values()).count(p) > 1]
-    if dup:
-        raise UsageError(f"--pcap: two captures would write the same file {dup[0]}")
-    return names, files
 
 
 class _Progress:

@@ -122,7 +122,7 @@ def cmd_emu(args: argparse.Namespace) -> int:
         raise UsageError("longpipe emu: give either --flows or -- COMMAND")
     from . import api
     from ._io import check_output_dir, check_output_file, write_outputs
-    from .cli import _pcap_specs
+    from .options import pcap_specs as _pcap_specs
     from .report import format_result
 
     seed = seed_option(args.seed)
