@@ -5,55 +5,41 @@
 //! that is nearly idle; once admitted it is served in FIFO order like any other.
 //! Occupancy does not count the unit in transmission.
 
-use super::queue::{Admission, Queue};
+use super::queue::{Admission, DropTail, Queue};
 use crate::element::{Class, Frame};
 use crate::time::SimTime;
-use std::collections::VecDeque;
 
 /// Waiting units above which a low-priority arrival is dropped.
 pub const LOW_ADMIT_MAX: usize = 1;
 
-pub struct PeachDropTail<U> {
-    q: VecDeque<U>,
-    bytes: u64,
-    admission: Admission,
-}
+/// A [`DropTail`] that refuses low-priority arrivals once more than
+/// [`LOW_ADMIT_MAX`] units wait.
+pub struct PeachDropTail<U>(DropTail<U>);
 
 impl<U> PeachDropTail<U> {
     pub fn new(admission: Admission) -> Self {
-        PeachDropTail {
-            q: VecDeque::new(),
-            bytes: 0,
-            admission,
-        }
+        PeachDropTail(DropTail::new(admission))
     }
 }
 
 impl<U: Frame + Send> Queue<U> for PeachDropTail<U> {
-    fn enqueue(&mut self, _now: SimTime, unit: U) -> Result<(), U> {
-        let size = unit.wire_len();
-        if (unit.class() == Class::Low && self.q.len() > LOW_ADMIT_MAX)
-            || !self.admission.admits(self.q.len(), self.bytes, size)
-        {
+    fn enqueue(&mut self, now: SimTime, unit: U) -> Result<(), U> {
+        if unit.class() == Class::Low && self.0.len() > LOW_ADMIT_MAX {
             return Err(unit);
         }
-        self.bytes += size as u64;
-        self.q.push_back(unit);
-        Ok(())
+        self.0.enqueue(now, unit)
     }
 
-    fn dequeue(&mut self, _now: SimTime) -> Option<U> {
-        let u = self.q.pop_front()?;
-        self.bytes -= u.wire_len() as u64;
-        Some(u)
+    fn dequeue(&mut self, now: SimTime) -> Option<U> {
+        self.0.dequeue(now)
     }
 
     fn len(&self) -> usize {
-        self.q.len()
+        self.0.len()
     }
 
     fn bytes(&self) -> u64 {
-        self.bytes
+        self.0.bytes()
     }
 }
 
