@@ -31,13 +31,10 @@ use crate::pkt::{Pkt, Pool};
 use longpipe_core::element::{ElemId, Element, Emit, PortId};
 use longpipe_core::engine::driver::{Dispatch, Driver};
 use longpipe_core::l2::rlc::{RlcCounters, RlcLink};
-use longpipe_core::l2::Layer2Config;
 use longpipe_core::net::capture::SNAPLEN;
 use longpipe_core::net::link::{LinkCounters, LinkDirection};
-use longpipe_core::net::loss::LossState;
-use longpipe_core::rng::RngStream;
 use longpipe_core::scenario::ValidScenario;
-use longpipe_core::sim::{loss_stream, queue_stream};
+use longpipe_core::sim::direction::{direction, Direction};
 use longpipe_core::stats::Since;
 use longpipe_core::time::SimTime;
 use longpipe_core::wire::PcapWriter;
@@ -103,33 +100,16 @@ pub struct Net {
 
 impl Net {
     /// Builds every link direction as the simulator does, with the same loss streams
-    /// (seeded from `seed` and named by [`loss_stream`]).
+    /// (seeded from `seed` and named by [`longpipe_core::sim::loss_stream`]).
     pub fn new(sc: &ValidScenario, seed: u64) -> Net {
         let mut d: Driver<Pkt, Elem> = Driver::new();
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         for (li, l) in sc.links.iter().enumerate() {
-            for (k, info) in l.dirs.iter().enumerate() {
-                let (from, to) = if k == 0 { (l.a, l.b) } else { (l.b, l.a) };
-                let stream = loss_stream(sc, li, from, to);
-                let loss = LossState::new(info.link.loss.clone(), RngStream::new(seed, &stream));
-                let e = match &info.layer2 {
-                    None => Elem::Link(LinkDirection::build(
-                        &info.link,
-                        loss,
-                        RngStream::new(seed, &queue_stream(&stream)),
-                        seed,
-                    )),
-                    Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
-                        cfg.clone(),
-                        info.link.rate,
-                        info.link.delay,
-                        l.dirs[1 - k].link.delay,
-                        info.link.queue.admission,
-                        loss,
-                    ))),
-                    Some(Layer2Config::Atm(_)) => {
-                        unreachable!("linux::map refuses ATM links before a run")
-                    }
+            for k in 0..l.dirs.len() {
+                let e = match direction::<Pkt>(sc, li, k, seed) {
+                    Direction::Link(x) => Elem::Link(x),
+                    Direction::Rlc(x) => Elem::Rlc(x),
+                    Direction::Atm(..) => unreachable!("linux::map refuses ATM links before a run"),
                 };
                 dirs.push(d.add(e));
             }
@@ -598,6 +578,8 @@ impl Ferry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use longpipe_core::net::loss::LossState;
+    use longpipe_core::rng::RngStream;
     use longpipe_core::scenario::parse_json;
     use std::cell::Cell;
     use std::collections::VecDeque;

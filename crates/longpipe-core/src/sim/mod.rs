@@ -6,18 +6,16 @@
 //! Adding an element kind: its module, one line in [`registry`], its construction here.
 
 mod atm;
+pub mod direction;
 pub mod estimate;
 pub mod registry;
 
 use crate::element::{ElemId, PortId};
 use crate::engine::driver::Driver;
-use crate::l2::rlc::RlcLink;
-use crate::l2::Layer2Config;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway, Uplink};
 use crate::net::capture::{Capture, COPY, INLINE};
-use crate::net::link::{LinkDirection, OUT, TAP};
-use crate::net::loss::LossState;
+use crate::net::link::{OUT, TAP};
 use crate::net::node::Forwarder;
 use crate::net::packet::node_addr;
 use crate::net::queue::QueueKind;
@@ -32,6 +30,7 @@ use crate::tcp::sender::Sender;
 use crate::tcp::FlowTrace;
 use crate::time::SimTime;
 use crate::unit::Unit;
+pub use direction::{loss_stream, queue_stream, Direction};
 use registry::{Elem, ElemMetrics};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -110,30 +109,6 @@ fn ports(flow: usize) -> (u16, u16) {
         49_152 + (flow % 16_384) as u16,
         5001 + (flow / 16_384) as u16,
     )
-}
-
-/// The name of link direction `d` of link `li`'s loss stream: stable under adding
-/// flows or other links; a second parallel link between the same two nodes gets a
-/// suffix, so parallel links never share losses. The live emulator names its streams
-/// with it too, so that an emulated link loses what the simulated one would.
-pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
-    let l = &sc.links[li];
-    let same = sc.links[..li]
-        .iter()
-        .filter(|o| (o.a, o.b) == (l.a, l.b) || (o.a, o.b) == (l.b, l.a))
-        .count();
-    let (a, b) = (&sc.nodes[from].name, &sc.nodes[to].name);
-    if same == 0 {
-        format!("link/{a}->{b}/loss")
-    } else {
-        format!("link/{a}->{b}#{}/loss", same + 1)
-    }
-}
-
-/// The name of a link direction's queue-discipline stream, beside its loss stream's.
-pub fn queue_stream(loss_stream: &str) -> String {
-    let base = loss_stream.strip_suffix("/loss").unwrap_or(loss_stream);
-    format!("{base}/queue")
 }
 
 fn parse_capture(sc: &ValidScenario, spec: &str) -> Result<(usize, bool), ScenarioError> {
@@ -255,28 +230,11 @@ impl<'a> Sim<'a> {
         // Link directions.
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         for (li, l) in sc.links.iter().enumerate() {
-            for (k, info) in l.dirs.iter().enumerate() {
-                let (from, to) = if k == 0 { (l.a, l.b) } else { (l.b, l.a) };
-                let stream = loss_stream(sc, li, from, to);
-                let loss = LossState::new(info.link.loss.clone(), RngStream::new(seed, &stream));
-                let e = match &info.layer2 {
-                    None => Elem::Link(LinkDirection::build(
-                        &info.link,
-                        loss,
-                        RngStream::new(seed, &queue_stream(&stream)),
-                        seed,
-                    )),
-                    Some(Layer2Config::RlcAm(cfg)) => Elem::Rlc(Box::new(RlcLink::new(
-                        cfg.clone(),
-                        info.link.rate,
-                        info.link.delay,
-                        l.dirs[1 - k].link.delay,
-                        info.link.queue.admission,
-                        loss,
-                    ))),
-                    Some(Layer2Config::Atm(cfg)) => {
-                        Elem::Atm(atm::line(sc, li, k, cfg, loss, &vcs))
-                    }
+            for k in 0..l.dirs.len() {
+                let e = match direction::direction(sc, li, k, seed) {
+                    Direction::Link(x) => Elem::Link(x),
+                    Direction::Rlc(x) => Elem::Rlc(x),
+                    Direction::Atm(cfg, loss) => Elem::Atm(atm::line(sc, li, k, cfg, loss, &vcs)),
                 };
                 dirs.push(d.add(e));
             }
