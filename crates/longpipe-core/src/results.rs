@@ -169,6 +169,31 @@ pub struct NodeResult {
     pub ipv4: String,
 }
 
+impl NodeResult {
+    /// Every node of the scenario, in order.
+    pub fn all(sc: &crate::scenario::ValidScenario) -> Vec<NodeResult> {
+        sc.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let a = crate::net::packet::node_addr(i);
+                NodeResult {
+                    name: n.name.clone(),
+                    kind: n.kind.name().to_string(),
+                    ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Jain's fairness index of the flows' goodputs (None without flows or goodput).
+pub fn fairness_jain(goodputs: &[f64]) -> Option<f64> {
+    let sum: f64 = goodputs.iter().sum();
+    let sq: f64 = goodputs.iter().map(|x| x * x).sum();
+    (!goodputs.is_empty() && sq > 0.0).then(|| sum * sum / (goodputs.len() as f64 * sq))
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SimStats {
     /// Events the simulator ran (including skipped stale timer events).
@@ -198,5 +223,20 @@ pub struct SimResult {
 impl SimResult {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fairness_jain;
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(fairness_jain(&[3.0, 3.0, 3.0]), Some(1.0));
+        assert_eq!(fairness_jain(&[1.0, 0.0]), Some(0.5));
+        // (1 + 3)² / (2 · (1 + 9)) = 0.8
+        assert_eq!(fairness_jain(&[1.0, 3.0]), Some(0.8));
+        assert_eq!(fairness_jain(&[]), None);
+        assert_eq!(fairness_jain(&[0.0, 0.0]), None);
     }
 }

@@ -3,8 +3,9 @@
 //! sweep machinery read both), plus an `emu` section with what only an emulation has.
 
 use crate::ferry::DirMetrics;
-use longpipe_core::net::packet::node_addr;
-use longpipe_core::results::{FlowResult, LinkResult, NodeResult, SimResult, SimStats};
+use longpipe_core::results::{
+    fairness_jain, FlowResult, LinkResult, NodeResult, SimResult, SimStats,
+};
 use longpipe_core::scenario::ValidScenario;
 use longpipe_core::sim::reports_classes;
 
@@ -38,8 +39,6 @@ pub fn result(
 ) -> SimResult {
     let measured = end_ns.saturating_sub(sc.warmup.0) as f64 * 1e-9;
     let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
-    let sum: f64 = g.iter().sum();
-    let sq: f64 = g.iter().map(|x| x * x).sum();
     SimResult {
         scenario: sc.name.clone(),
         seed,
@@ -47,22 +46,10 @@ pub fn result(
         warmup_s: sc.warmup.as_secs_f64(),
         flows,
         links: links(sc, dirs, measured),
-        fairness_jain: (!g.is_empty() && sq > 0.0).then(|| sum * sum / (g.len() as f64 * sq)),
+        fairness_jain: fairness_jain(&g),
         gateways: Vec::new(),
         atm: None,
-        nodes: sc
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let a = node_addr(i);
-                NodeResult {
-                    name: n.name.clone(),
-                    kind: n.kind.name().to_string(),
-                    ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
-                }
-            })
-            .collect(),
+        nodes: NodeResult::all(sc),
         sim: SimStats { events },
     }
 }

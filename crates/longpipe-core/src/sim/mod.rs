@@ -447,9 +447,7 @@ impl<'a> Sim<'a> {
             links.push(r.with_classes(report_classes));
         }
         let g: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
-        let sum: f64 = g.iter().sum();
-        let sq: f64 = g.iter().map(|x| x * x).sum();
-        let fairness_jain = (!g.is_empty() && sq > 0.0).then(|| sum * sum / (g.len() as f64 * sq));
+        let fairness_jain = crate::results::fairness_jain(&g);
         let gateways = self
             .nodes
             .iter()
@@ -464,19 +462,7 @@ impl<'a> Sim<'a> {
                 _ => None,
             })
             .collect();
-        let nodes = sc
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let a = node_addr(i);
-                NodeResult {
-                    name: n.name.clone(),
-                    kind: n.kind.name().to_string(),
-                    ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
-                }
-            })
-            .collect();
+        let nodes = NodeResult::all(sc);
         let result = SimResult {
             scenario: sc.name.clone(),
             seed: self.seed,
