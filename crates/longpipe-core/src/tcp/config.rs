@@ -525,3 +525,42 @@ impl FlowSpec {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_builds_its_congestion_control_on_each_stack() {
+        use TcpKind::*;
+        let name = |k: TcpKind, s: Stack| k.cc_for(s, None, "flow[0]").map(|c| c.build().name());
+        for (kind, classic, linux) in [
+            (Tahoe, Ok("reno"), Ok("reno")),
+            (Reno, Ok("reno"), Ok("reno")),
+            (Newreno, Ok("reno"), Ok("reno")),
+            (Hybla, Ok("hybla"), Ok("hybla")),
+            (Cubic, Ok("cubic"), Ok("cubic")),
+            (Bbr, Err(()), Ok("bbr")),
+            (Peach, Ok("peach"), Err(())),
+            (PeachPlus, Ok("peach"), Err(())),
+            (Cherry, Ok("peach"), Err(())),
+        ] {
+            assert_eq!(
+                name(kind, Stack::Classic).map_err(|_| ()),
+                classic,
+                "{kind:?} classic"
+            );
+            assert_eq!(
+                name(kind, Stack::Linux).map_err(|_| ()),
+                linux,
+                "{kind:?} linux"
+            );
+        }
+        // the error names the field and the stack
+        let e = Bbr
+            .cc_for(Stack::Classic, None, "flow[2]")
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().contains("flow[2].stack"), "{e}");
+    }
+}

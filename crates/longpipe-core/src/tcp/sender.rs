@@ -519,6 +519,37 @@ mod tests {
     }
 
     #[test]
+    fn sack_recovery_only_once_the_handshake_negotiates_sack() {
+        // RFC 2018: SACK is used only when both SYNs carry SACK-permitted; RFC 6675 then
+        // replaces NewReno's recovery.
+        for (offered, granted, want) in [
+            (true, true, "sack"),
+            (true, false, "newreno"),
+            (false, true, "newreno"),
+        ] {
+            let mut s = sender();
+            s.tx.cfg.sack_permitted = offered;
+            assert_eq!((s.cc_name(), s.recovery_name()), ("reno", "newreno"));
+            let mut out = vec![];
+            s.start(SimTime(0), &mut out);
+            let synack = Seg {
+                flags: SYN | ACK,
+                seq: 0,
+                ack: 1,
+                wnd: 100_000,
+                syn_opts: Some((1000, 0, granted)),
+                ..Default::default()
+            };
+            s.on_segment(SimTime(100_000_000), &synack, &mut out);
+            assert_eq!(
+                s.recovery_name(),
+                want,
+                "offered {offered}, granted {granted}"
+            );
+        }
+    }
+
+    #[test]
     fn zero_window_is_probed_by_the_persist_timer() {
         let mut s = sender();
         let mut out = vec![];
