@@ -126,6 +126,28 @@ mod tests {
     }
 
     #[test]
+    fn linux_reno_restarts_its_count_on_a_reduction_only() {
+        use crate::tcp::cc::CaState;
+        // 9 of the 10 credits for the next segment, in congestion avoidance
+        let grown = |state: Option<CaState>| {
+            let mut r = LinuxReno::default();
+            let mut s = st(10_000, 5000);
+            r.cong_avoid(&mut s, 9000);
+            assert_eq!((s.cwnd, r.cnt), (10_000, 9));
+            if let Some(state) = state {
+                r.set_state(&mut s, state);
+            }
+            r.cong_avoid(&mut s, 1000);
+            s.cwnd
+        };
+        assert_eq!(grown(None), 11_000);
+        assert_eq!(grown(Some(CaState::Open)), 11_000, "Open keeps the count");
+        for state in [CaState::Cwr, CaState::Recovery, CaState::Loss] {
+            assert_eq!(grown(Some(state)), 10_000, "{state:?} restarts the count");
+        }
+    }
+
+    #[test]
     fn loss_halves_flight() {
         let mut r = Reno;
         let s = st(10_000, 1 << 40);
