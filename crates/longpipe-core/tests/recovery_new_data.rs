@@ -63,3 +63,42 @@ fn reno_and_newreno_send_new_data_on_inflated_window() {
         assert_eq!(retx, 0, "{tcp}: only the one fast retransmission");
     }
 }
+
+/// RFC 6582 §3.2 step 3, full ACK, option (2): cwnd = min(ssthresh, max(FlightSize,
+/// SMSS) + SMSS). Near the end of a transfer the full ACK leaves little in flight, so
+/// the window falls well below ssthresh (the survivor "`+` → `*`" of `make mutants`
+/// set ssthresh).
+#[test]
+fn newreno_full_ack_sets_flight_plus_one_segment() {
+    let toml = path(
+        "10Mbps",
+        "50ms",
+        "1000pkt",
+        "loss = { kind = \"list\", drop = [20] }",
+        "tcp = \"newreno\"\nsack = false\nrwnd = \"1MB\"\napp = { bytes = \"43800B\" }",
+        "20s",
+    );
+    let out = run_traced(&toml);
+    let f = &out.result.flows[0];
+    assert_eq!(f.bytes_delivered, 43_800);
+    assert_eq!((f.sender.fast_recoveries, f.sender.timeouts), (1, 0));
+    let tr = &out.traces[0].1;
+    let lost = tr.seg_seq[tr
+        .seg_retx
+        .iter()
+        .position(|&r| r)
+        .expect("a retransmission")];
+    // the ACK that repairs the loss ends recovery (one loss: it is a full ACK)
+    let k = tr
+        .snd_una
+        .iter()
+        .position(|&u| u > lost)
+        .expect("the loss is repaired");
+    let flight = tr.snd_max[k] - tr.snd_una[k];
+    let want = tr.ssthresh[k].min(flight.max(1460) + 1460);
+    assert!(
+        want < tr.ssthresh[k],
+        "flight {flight}: the test needs a small flight"
+    );
+    assert_eq!(tr.cwnd[k], want, "cwnd after the full ACK, flight {flight}");
+}
