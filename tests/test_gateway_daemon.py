@@ -327,6 +327,7 @@ def test_split_mode_relays_a_real_download_with_the_chosen_congestion_control(sh
     s = with_gw["summary"]
     assert with_gw["exit"] == 0 and s["event"] == "stopped" and s["mode"] == "split", with_gw["stderr"]
     assert s["conns"] == 0 and s["buffered_bytes"] == 0
+    assert "0 connections cut" in with_gw["stderr"] and "longpipe-gateway: conns 0 opened 1" in with_gw["stderr"]
     # the server saw the client's own address and port: the relay kept the port
     assert s["split"]["same_port"] == 1
     # nothing left behind: the table and the rule went with the daemon
@@ -342,3 +343,49 @@ def test_split_mode_relays_a_real_download_with_the_chosen_congestion_control(sh
           f"{rate_gw / rate_base:.1f}x; relay: {json.dumps(s['split'])}")
     # loosely: the gain is the relay's large window on the satellite leg
     assert rate_gw >= 3 * rate_base
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("nft") is None, reason="split mode needs nft (make system-deps installs nftables)")
+def test_split_mode_set_up_is_removed_by_cleanup_after_a_kill_and_nothing_else() -> None:
+    ns = f"lpgw-split-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        in_ns(ns, "ip", "link", "set", "lo", "up")
+        in_ns(ns, "nft", "add", "table", "ip", "someone-elses")
+        base = [gateway_binary(), "run", "--mode", "split", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s",
+                "--clients", "10.9.0.0/16", "--metrics", "off", "--user", "nobody"]
+        # an unknown congestion control is the user's error: one line, exit 2, nothing set up
+        p = in_ns(ns, *base, "--cc", "nosuchcc")
+        assert p.returncode == 2 and p.stderr.startswith('error: --cc "nosuchcc"'), p.stderr
+        assert p.stderr.count("\n") == 1 and "available:" in p.stderr
+        assert "lpgw" not in in_ns(ns, "nft", "list", "tables").stdout
+        gw = subprocess.Popen(["ip", "netns", "exec", ns, *base], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(gw)
+        ready = read_until(gw, r"ready: pid \d+", 30)
+        assert "mode split" in ready and "satellite leg cc cubic" in ready, ready
+        worker = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
+        assert "table ip lpgw" in in_ns(ns, "nft", "list", "tables").stdout
+        assert "fwmark 0x1d1a lookup 7450" in in_ns(ns, "ip", "rule", "show").stdout
+        # a crash: both processes killed, nothing undone
+        parent = int(in_ns(ns, "sh", "-c", f"cat /proc/{worker}/status").stdout.split("PPid:")[1].split()[0])
+        for pid in (worker, parent):
+            os.kill(pid, signal.SIGKILL)
+        gw.communicate(timeout=30)
+        assert "table ip lpgw" in in_ns(ns, "nft", "list", "tables").stdout
+        c = in_ns(ns, gateway_binary(), "cleanup")
+        assert c.returncode == 0, c.stderr
+        assert "removed nftables table ip lpgw" in c.stdout and "fwmark 0x1d1a lookup 7450" in c.stdout, c.stdout
+        tables = in_ns(ns, "nft", "list", "tables").stdout
+        assert "lpgw" not in tables and "table ip someone-elses" in tables, tables
+        assert "7450" not in in_ns(ns, "ip", "rule", "show").stdout
+        assert in_ns(ns, "ip", "route", "show", "table", "7450").stdout == ""
+        assert in_ns(ns, gateway_binary(), "cleanup").stdout.strip() == "nothing to clean up"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=30)
+        subprocess.run(["ip", "netns", "del", ns], timeout=30)
