@@ -156,6 +156,9 @@ impl Conn {
                 _ => return Fate::ConnectFailed,
             }
         }
+        if rev.iter().any(|&r| r & libc::POLLERR != 0) {
+            return Fate::Reset;
+        }
         for (side, &r) in rev.iter().enumerate() {
             // read side `side` while there is room
             while r != 0 && !self.d[side].eof && self.d[side].buf.len() < cap {
@@ -407,7 +410,12 @@ pub fn run(
         ));
         for c in &conns {
             for side in 0..2 {
-                pfds.push(pfd(c.s[side].as_raw_fd(), c.events(side, cap)));
+                // a side with nothing to read or write is left out (fd -1): its
+                // hang-up would wake the loop again and again while the other side
+                // catches up; an error on it shows when it is next read or written
+                let ev = c.events(side, cap);
+                let fd = if ev == 0 { -1 } else { c.s[side].as_raw_fd() };
+                pfds.push(pfd(fd, ev));
             }
         }
         let mut wake = next_snap.min(next_stats);
