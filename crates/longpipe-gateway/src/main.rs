@@ -412,9 +412,16 @@ fn worker_inner() -> io::Result<()> {
             plan.relay
                 .ok_or_else(|| io::Error::other("split mode without a listener"))?,
         )?);
+        // two descriptors a connection, a few for the rest
+        let nofile = sys::raise_nofile()?;
+        let max_conns = cfg
+            .max_conns
+            .min((nofile.saturating_sub(64) / 2) as usize)
+            .max(1);
         eprintln!(
             "longpipe-gateway: ready: pid {} uid {} gid {} capabilities net_raw; mode split; uplink {}; \
-             satellite leg cc {} buffers {} B; listener {}; clients {clients}; metrics {addr}",
+             satellite leg cc {} buffers {} B; listener {}; max conns {max_conns} (open files {nofile}); \
+             clients {clients}; metrics {addr}",
             std::process::id(),
             privs.uids[0],
             privs.gids[0],
@@ -424,7 +431,7 @@ fn worker_inner() -> io::Result<()> {
             relay.local_addr()?,
         );
         let ctl = sys::own_inherited(0)?;
-        let sum = split::run(o, relay, cfg.max_conns, Some(ctl), listener)?;
+        let sum = split::run(o, relay, max_conns, Some(ctl), listener)?;
         println!("{}", serde_json::to_string(&sum)?);
         io::stdout().flush()?;
         return Ok(());

@@ -48,6 +48,8 @@ pub struct SplitStats {
     pub connect_errors: u64,
     /// Connections ended by a reset or an error on either side.
     pub resets: u64,
+    /// accept() failed for want of descriptors or memory (accepting pauses 100 ms).
+    pub accept_errors: u64,
     /// Server-side connections bound to the client's own port (else an ephemeral one).
     pub same_port: u64,
     pub bytes_to_server: u64,
@@ -280,6 +282,12 @@ pub fn render(st: &SplitStats, conns: usize, buffered: u64, uptime_s: f64) -> St
         &[("", st.connect_errors as f64)],
     );
     m(
+        "accept_errors_total",
+        "counter",
+        "accept() failures for want of descriptors or memory (accepting pauses 100 ms).",
+        &[("", st.accept_errors as f64)],
+    );
+    m(
         "resets_total",
         "counter",
         "Connections ended by a reset or error on one side (passed on as a RST).",
@@ -349,6 +357,7 @@ pub fn run(
     let (mut next_snap, mut next_stats) = (0u64, o.stats_interval_ns);
     let mut stop_at: Option<u64> = None;
     let mut pfds: Vec<libc::pollfd> = Vec::new();
+    let mut accept_pause = 0u64;
     let buffered = |c: &[Conn]| c.iter().map(Conn::buffered).sum::<u64>();
     loop {
         let t = now();
@@ -404,10 +413,8 @@ pub fn run(
             ctl.as_ref().map_or(-1, |c| c.as_raw_fd()),
             libc::POLLIN,
         ));
-        pfds.push(pfd(
-            listener.as_ref().map_or(-1, |l| l.as_raw_fd()),
-            libc::POLLIN,
-        ));
+        let accepting = listener.as_ref().filter(|_| now() >= accept_pause);
+        pfds.push(pfd(accepting.map_or(-1, |l| l.as_raw_fd()), libc::POLLIN));
         for c in &conns {
             for side in 0..2 {
                 // a side with nothing to read or write is left out (fd -1): its
@@ -419,6 +426,9 @@ pub fn run(
             }
         }
         let mut wake = next_snap.min(next_stats);
+        if accept_pause > t {
+            wake = wake.min(accept_pause);
+        }
         if stop_at.is_some() {
             wake = wake.min(t + 10_000_000);
         }
@@ -480,6 +490,18 @@ pub fn run(
                         Ok(x) => x,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        // out of descriptors or memory: pause accepting (the
+                        // listener stays readable: polling it now would spin)
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                            ) =>
+                        {
+                            st.accept_errors += 1;
+                            accept_pause = now() + 100_000_000;
+                            break;
+                        }
                         // ECONNABORTED and the like: that connection only
                         Err(_) => continue,
                     };
