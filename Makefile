@@ -9,10 +9,11 @@ RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyp
 
 .PHONY: demo test bench lint setup system-deps build clean fuzz mutants
 
-system-deps: ## tshark (pcap checks), iproute2 (longpipe emu); apt-get only when one is missing
+system-deps: ## tshark (pcap checks), iproute2 (longpipe emu), nftables (gateway split mode); apt-get only when one is missing
 	@missing=""; \
 	command -v tshark >/dev/null 2>&1 || missing="$$missing tshark"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing="$$missing nftables"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing$$missing"; \

@@ -109,9 +109,12 @@ def metric(text: str, name: str) -> float:
     return float(m.group(1))
 
 
-def download(work: Path, size: int, gateway: bool, ber: float = 1e-7) -> dict[str, Any]:
-    """One download through the chain; with `gateway`, the daemon runs in the gateway's
-    namespace. Returns the client's result, and the daemon's findings."""
+def download(work: Path, size: int, gateway: str | None, ber: float = 1e-7, rwnd: int = RWND,
+             sndbuf: int | None = None, gw_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One download through the chain; with `gateway` ("spoof" or "split"), the daemon
+    runs in the gateway's namespace in that mode. `rwnd`: the client's window clamp (0:
+    none); `sndbuf`: the server's send buffer. Returns the client's result, and the
+    daemon's findings."""
     work.mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o777)
     for f in ("server.py", "client.py"):
@@ -124,8 +127,9 @@ def download(work: Path, size: int, gateway: bool, ber: float = 1e-7) -> dict[st
     py = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), "python3")
     emu = subprocess.Popen(
         [emu_binary(), "run", "--scenario", str(sc), "--user", "nobody",
-         "--spawn", f"server={py} {work}/server.py {PORT}", "--node", "client", "--",
-         py, f"{work}/client.py", str(work), "10.0.0.1", str(PORT), str(size), str(RWND)],
+         "--spawn", f"server={py} {work}/server.py {PORT}" + (f" {sndbuf}" if sndbuf else ""),
+         "--node", "client", "--",
+         py, f"{work}/client.py", str(work), "10.0.0.1", str(PORT), str(size), str(rwnd)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gw: subprocess.Popen[str] | None = None
     found: dict[str, Any] = {}
@@ -138,9 +142,9 @@ def download(work: Path, size: int, gateway: bool, ber: float = 1e-7) -> dict[st
             time.sleep(0.05)
         if gateway:
             gw = subprocess.Popen(
-                ["ip", "netns", "exec", gw_ns, gateway_binary(), "run", "--uplink", "lpl1", "--rate", RATE,
-                 "--rtt", RTT, "--metrics", "127.0.0.1:9464", "--user", "nobody", "--stats-interval", "2s",
-                 "--drain", "2s"],
+                ["ip", "netns", "exec", gw_ns, gateway_binary(), "run", "--mode", gateway, "--uplink", "lpl1",
+                 "--rate", RATE, "--rtt", RTT, "--metrics", "127.0.0.1:9464", "--user", "nobody",
+                 "--stats-interval", "2s", "--drain", "2s", *gw_args],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             ready = read_until(gw, r"ready: pid \d+", 30)
             pid = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
@@ -148,11 +152,17 @@ def download(work: Path, size: int, gateway: bool, ber: float = 1e-7) -> dict[st
             found["status"] = Path(f"/proc/{pid}/status").read_text()
             found["clients"] = re.search(r"clients (\S+);", ready).group(1)  # type: ignore[union-attr]
             found["rules"] = in_ns(gw_ns, "ip", "rule", "show").stdout
+            found["nft"] = in_ns(gw_ns, "nft", "list", "ruleset").stdout if shutil.which("nft") else ""
         (work / "go").touch()
         t = time.monotonic() + 240
         while not (work / "result.json").exists():
             assert time.monotonic() < t, "the download did not finish"
             assert emu.poll() is None, f"the emulation ended: {emu.stderr.read() if emu.stderr else ''}"
+            if gateway == "split" and "ss" not in found:
+                # the relay's sockets while the transfer runs (TCP_INFO: congestion control)
+                ss = in_ns(gw_ns, "ss", "-tinH", "state", "established").stdout
+                if "10.0.0.3" in ss and "10.0.0.1" in ss:
+                    found["ss"] = ss
             time.sleep(0.1)
         found["client"] = json.loads((work / "result.json").read_text())
         if gw is not None:
@@ -169,6 +179,7 @@ def download(work: Path, size: int, gateway: bool, ber: float = 1e-7) -> dict[st
             found["summary"] = json.loads(out.strip().splitlines()[-1])
             found["stderr"] = err
             found["rules_after"] = in_ns(gw_ns, "ip", "rule", "show").stdout
+            found["nft_after"] = in_ns(gw_ns, "nft", "list", "ruleset").stdout if shutil.which("nft") else ""
             found["links_after"] = in_ns(gw_ns, "ip", "-o", "link", "show").stdout
         (work / "done").touch()
         out, err = emu.communicate(timeout=60)
@@ -207,7 +218,7 @@ def shared_dir():
 def test_the_daemon_accelerates_a_real_download_tenfold_with_every_byte_intact(shared_dir: Path) -> None:
     tmp_path = shared_dir
     size_gw, size_base = 2_000_000, 200_000
-    with_gw = download(tmp_path / "gw", size_gw, gateway=True)
+    with_gw = download(tmp_path / "gw", size_gw, gateway="spoof")
     c = with_gw["client"]
     assert (c["bytes"], c["sha256"]) == (size_gw, stream_sha256(size_gw)), "every byte, intact"
     # the packet loop holds no root id and no capability
@@ -239,7 +250,7 @@ def test_the_daemon_accelerates_a_real_download_tenfold_with_every_byte_intact(s
     assert "lookup 745" not in with_gw["rules_after"]
     assert "lpgwc" not in with_gw["links_after"]
     # without the daemon: the small window over the satellite round trip
-    base = download(tmp_path / "base", size_base, gateway=False)["client"]
+    base = download(tmp_path / "base", size_base, gateway=None)["client"]
     assert (base["bytes"], base["sha256"]) == (size_base, stream_sha256(size_base))
     rate_gw = size_gw / c["transfer_s"]
     rate_base = size_base / base["transfer_s"]
@@ -254,7 +265,10 @@ def test_the_daemon_accelerates_a_real_download_tenfold_with_every_byte_intact(s
     (["run", "--uplink", "lo", "--rate", "1Mbps"], "error: run: --rate and --rtt are required"),
     (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--window", "0B"], "error: --window: must be positive"),
     (["run", "--uplink", "lo", "--rate", "fast", "--rtt", "1s"], "error: --rate \"fast\""),
-    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--mode", "split"], "error: --mode split"),
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--mode", "splat"], "error: --mode: expected spoof or split"),
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--mode", "split", "--pace", "1Mbps"],
+     "error: --pace: only with --mode spoof"),
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--cc", "bbr"], "error: --cc: only with --mode split"),
     (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--max-conns", "-1"], "error: --max-conns"),
 ])
 def test_bad_options_exit_2_with_one_line(args: list[str], expected: str) -> None:
@@ -263,3 +277,115 @@ def test_bad_options_exit_2_with_one_line(args: list[str], expected: str) -> Non
     assert p.returncode == 2, p.stderr
     assert p.stderr.startswith(expected) and p.stderr.count("\n") == 1, p.stderr
     assert p.stdout == ""
+
+
+# split mode: the server's small send buffer is the small window (a client's small
+# receive window would bound the satellite leg with or without a split: the relay's
+# kernel socket honours it)
+SNDBUF = 8_192
+
+
+@needs_root
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nft") is None, reason="split mode needs nft (make system-deps installs nftables)")
+def test_split_mode_relays_a_real_download_with_the_chosen_congestion_control(shared_dir: Path) -> None:
+    size_gw, size_base = 2_000_000, 200_000
+    # a congestion control other than the namespaces' default (new namespaces take the
+    # host's), so that the satellite leg's can only come from --cc
+    default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    cc = "cubic" if default != "cubic" else "bbr"
+    with_gw = download(shared_dir / "split", size_gw, gateway="split", rwnd=0, sndbuf=SNDBUF,
+                       gw_args=("--cc", cc, "--port", "7460"))
+    c = with_gw["client"]
+    assert (c["bytes"], c["sha256"]) == (size_gw, stream_sha256(size_gw)), "every byte, intact"
+    # the relay keeps CAP_NET_RAW alone (IP_TRANSPARENT), never a root id
+    st = with_gw["status"]
+    uids = re.search(r"^Uid:\s+(.*)$", st, re.M).group(1).split()  # type: ignore[union-attr]
+    assert uids == ["65534"] * 4, st
+    for k in ("CapEff", "CapPrm", "CapAmb", "CapBnd"):
+        assert re.search(rf"^{k}:\s+0+2000$", st, re.M), st
+    assert f"satellite leg cc {cc} " in with_gw["ready"]
+    # the table and rule the daemon made, while it ran
+    assert "table ip lpgw" in with_gw["nft"] and "tproxy to 127.0.0.1:7460" in with_gw["nft"], with_gw["nft"]
+    assert 'iifname "lpl1"' in with_gw["nft"] and "10.0.0.3" in with_gw["nft"]
+    assert "fwmark 0x1d1a lookup 7450" in with_gw["rules"], with_gw["rules"]
+    # during the transfer: two legs; the satellite leg (the client's, 10.0.0.3) runs cc,
+    # the server's leg (from the client's own address to the server) the default
+    legs = [ln for ln in with_gw["ss"].splitlines() if "10.0.0.1:" in ln or "10.0.0.3:" in ln]
+    info = with_gw["ss"]
+    sat = re.search(r"10\.0\.0\.1:8080\s+10\.0\.0\.3:\d+.*?\n(.*?)(?:\n\S|$)", info, re.S)
+    assert sat and re.search(rf"^\s*{cc}\b", sat.group(1)), info
+    srv = re.search(r"10\.0\.0\.3:(\d+)\s+10\.0\.0\.1:8080.*?\n(.*?)(?:\n\S|$)", info, re.S)
+    assert srv and re.search(rf"^\s*{default}\b", srv.group(2)), info
+    assert len(legs) >= 2, info
+    m = with_gw["metrics"]
+    assert metric(m, "connections_opened_total") == 1
+    assert metric(m, "connections_closed_total") == 1
+    assert metric(m, "connect_errors_total") == 0 and metric(m, "resets_total") == 0
+    assert re.search(r'^longpipe_gateway_bytes_relayed_total\{dir="to_client"\} 2000000$', m, re.M), m
+    assert re.search(r'^longpipe_gateway_bytes_relayed_total\{dir="to_server"\} 8$', m, re.M), m  # "2000000\n"
+    s = with_gw["summary"]
+    assert with_gw["exit"] == 0 and s["event"] == "stopped" and s["mode"] == "split", with_gw["stderr"]
+    assert s["conns"] == 0 and s["buffered_bytes"] == 0
+    assert "0 connections cut" in with_gw["stderr"] and "longpipe-gateway: conns 0 opened 1" in with_gw["stderr"]
+    # the server saw the client's own address and port: the relay kept the port
+    assert s["split"]["same_port"] == 1
+    # nothing left behind: the table and the rule went with the daemon
+    assert "lpgw" not in with_gw["nft_after"], with_gw["nft_after"]
+    assert "lookup 7450" not in with_gw["rules_after"]
+    # without the daemon: the server's small window over the satellite round trip
+    base = download(shared_dir / "base", size_base, gateway=None, rwnd=0, sndbuf=SNDBUF)["client"]
+    assert (base["bytes"], base["sha256"]) == (size_base, stream_sha256(size_base))
+    rate_gw = size_gw / c["transfer_s"]
+    rate_base = size_base / base["transfer_s"]
+    print(f"\nsplit {rate_gw * 8 / 1e6:.2f} Mbit/s ({c['total_s']:.2f} s for {size_gw} B), "
+          f"without {rate_base * 8 / 1e6:.3f} Mbit/s ({base['total_s']:.2f} s for {size_base} B): "
+          f"{rate_gw / rate_base:.1f}x; relay: {json.dumps(s['split'])}")
+    # loosely: the gain is the relay's large window on the satellite leg
+    assert rate_gw >= 3 * rate_base
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("nft") is None, reason="split mode needs nft (make system-deps installs nftables)")
+def test_split_mode_set_up_is_removed_by_cleanup_after_a_kill_and_nothing_else() -> None:
+    ns = f"lpgw-split-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        in_ns(ns, "ip", "link", "set", "lo", "up")
+        in_ns(ns, "nft", "add", "table", "ip", "someone-elses")
+        base = [gateway_binary(), "run", "--mode", "split", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s",
+                "--clients", "10.9.0.0/16", "--metrics", "off", "--user", "nobody"]
+        # an unknown congestion control is the user's error: one line, exit 2, nothing set up
+        p = in_ns(ns, *base, "--cc", "nosuchcc")
+        assert p.returncode == 2 and p.stderr.startswith('error: --cc "nosuchcc"'), p.stderr
+        assert p.stderr.count("\n") == 1 and "available:" in p.stderr
+        assert "lpgw" not in in_ns(ns, "nft", "list", "tables").stdout
+        gw = subprocess.Popen(["ip", "netns", "exec", ns, *base], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(gw)
+        ready = read_until(gw, r"ready: pid \d+", 30)
+        assert "mode split" in ready and "satellite leg cc cubic" in ready, ready
+        worker = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
+        assert "table ip lpgw" in in_ns(ns, "nft", "list", "tables").stdout
+        assert "fwmark 0x1d1a lookup 7450" in in_ns(ns, "ip", "rule", "show").stdout
+        # a crash: both processes killed, nothing undone
+        parent = int(in_ns(ns, "sh", "-c", f"cat /proc/{worker}/status").stdout.split("PPid:")[1].split()[0])
+        for pid in (worker, parent):
+            os.kill(pid, signal.SIGKILL)
+        gw.communicate(timeout=30)
+        assert "table ip lpgw" in in_ns(ns, "nft", "list", "tables").stdout
+        c = in_ns(ns, gateway_binary(), "cleanup")
+        assert c.returncode == 0, c.stderr
+        assert "removed nftables table ip lpgw" in c.stdout and "fwmark 0x1d1a lookup 7450" in c.stdout, c.stdout
+        tables = in_ns(ns, "nft", "list", "tables").stdout
+        assert "lpgw" not in tables and "table ip someone-elses" in tables, tables
+        assert "7450" not in in_ns(ns, "ip", "rule", "show").stdout
+        assert in_ns(ns, "ip", "route", "show", "table", "7450").stdout == ""
+        assert in_ns(ns, gateway_binary(), "cleanup").stdout.strip() == "nothing to clean up"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=30)
+        subprocess.run(["ip", "netns", "del", ns], timeout=30)

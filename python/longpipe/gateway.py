@@ -2,7 +2,7 @@
 binary does the work; this module finds it and hands over, with the same arguments).
 See docs/notes/gateway-daemon.md.
 
-    longpipe gateway run --uplink IF --rate RATE --rtt TIME [--clients CIDR,...] [...]
+    longpipe gateway run --uplink IF --rate RATE --rtt TIME [--mode spoof|split] [--clients CIDR,...] [...]
     longpipe gateway cleanup [--name PREFIX] [--table N] [--pref N]
 """
 
@@ -37,10 +37,11 @@ def find_binary() -> str:
 
 
 def register(sub: Any) -> None:
-    g = sub.add_parser("gateway", help="the satellite TCP gateway (ACK spoofing) as a daemon on a router (root)",
+    g = sub.add_parser("gateway", help="the satellite TCP gateway (ACK spoofing or split) as a daemon on a router (root)",
                        description="Runs the simulator's gateway on real packets: transit TCP between the "
                        "clients behind --uplink and the servers passes through two TUN devices and the core's "
-                       "gateway element. 'run' needs root for the set-up, then handles packets as an "
+                       "gateway element ('--mode split': a transparent split-connection proxy on kernel sockets, "
+                       "nftables TPROXY). 'run' needs root for the set-up, then handles packets as an "
                        "unprivileged user; SIGTERM drains and reports. 'cleanup' removes the rules a crashed "
                        "run left. The daemon's options: longpipe gateway run --help.")
     g.add_argument("action", choices=["run", "cleanup"], help="run the daemon, or remove a crashed run's rules")

@@ -2,7 +2,7 @@
 namespace): waits for DIR/go, downloads SIZE bytes from the server with a small
 receive window, writes DIR/result.json (SHA-256, timings), then waits for DIR/done.
 
-    client.py DIR SERVER_IP PORT SIZE RWND
+    client.py DIR SERVER_IP PORT SIZE RWND    (RWND 0: Linux's own buffers)
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def main() -> None:
         time.sleep(0.02)
     s = socket.socket()
     # the small window: buffer and clamp before the handshake (as longpipe emu maps rwnd)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2 * rwnd)
-    s.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, rwnd)
+    if rwnd > 0:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2 * rwnd)
+        s.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, rwnd)
     t0 = time.monotonic()
     s.connect((ip, port))
     s.sendall(f"{size}\n".encode())

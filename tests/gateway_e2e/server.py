@@ -1,6 +1,8 @@
 """The server end of the gateway's end-to-end test (runs unprivileged in the server's
 namespace): for each connection, reads "SIZE\\n" and answers with SIZE bytes of a
-deterministic stream (SHA-256 of a counter), then closes."""
+deterministic stream (SHA-256 of a counter), then closes.
+
+    server.py PORT [SNDBUF]   (SNDBUF: the server's send buffer, bytes: a small window)"""
 
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ def serve(c: socket.socket) -> None:
 def main() -> None:
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if len(sys.argv) > 2:
+        # accepted sockets inherit it: at most about this much in flight
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(sys.argv[2]))
     s.bind(("0.0.0.0", int(sys.argv[1])))
     s.listen(16)
     while True:

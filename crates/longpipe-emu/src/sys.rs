@@ -355,3 +355,21 @@ pub fn realtime_ns() -> u64 {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
 }
+
+/// Raises the soft limit on open descriptors to the hard limit (no privilege needed);
+/// returns the new limit. Used by the gateway's split-mode relay (two sockets a
+/// connection).
+pub fn raise_nofile() -> io::Result<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: the kernel fills in a local struct.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) })?;
+    if r.rlim_cur < r.rlim_max {
+        r.rlim_cur = r.rlim_max;
+        // SAFETY: passes a pointer to a local struct.
+        check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) })?;
+    }
+    Ok(r.rlim_cur)
+}

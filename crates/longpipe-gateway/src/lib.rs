@@ -9,7 +9,8 @@
 //! path, no I/O: bytes in, bytes out; fuzzed and benchmarked), [`pkt`] (the packet type
 //! the gateway carries: header and payload bytes), [`metrics`] (Prometheus text format
 //! on a local HTTP endpoint, the stats line), [`setup`] (devices, routes, rules,
-//! sysctls; teardown), [`worker`] (the unprivileged packet loop). The binary
+//! sysctls; teardown), [`worker`] (the unprivileged packet loop); split mode (kernel
+//! sockets, nftables TPROXY): [`split_setup`] (root) and [`split`] (the relay). The binary
 //! (`src/main.rs`) is the privileged parent. See docs/notes/gateway-daemon.md.
 
 pub mod metrics;
@@ -17,4 +18,6 @@ pub mod opts;
 pub mod path;
 pub mod pkt;
 pub mod setup;
+pub mod split;
+pub mod split_setup;
 pub mod worker;

@@ -10,10 +10,11 @@
 //! unusable environment (one line on stderr), 1 internal error.
 
 use longpipe_emu::sys;
-use longpipe_gateway::opts::{self, Opts, USAGE};
+use longpipe_gateway::opts::{self, Mode, Opts, USAGE};
 use longpipe_gateway::path::{PacketPath, Prefix};
 use longpipe_gateway::setup;
-use longpipe_gateway::worker::{self, Privileges};
+use longpipe_gateway::worker::{self, Privileges, CAP_NET_RAW};
+use longpipe_gateway::{split, split_setup};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
@@ -56,9 +57,31 @@ fn bad(msg: impl std::fmt::Display) -> i32 {
 struct Plan {
     opts: Opts,
     clients: Vec<Prefix>,
-    /// TUN descriptors: toward the client, toward the server.
-    tuns: [i32; 2],
+    /// Spoof mode: TUN descriptors: toward the client, toward the server.
+    tuns: Option<[i32; 2]>,
+    /// Split mode: the transparent listener.
+    relay: Option<i32>,
     listener: Option<i32>,
+}
+
+fn have(cmd: &str, arg: &str) -> bool {
+    Command::new(cmd)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Split mode's commands: nft (nftables) and setpriv (util-linux).
+fn preflight_split() -> Result<(), String> {
+    if !have("nft", "--version") {
+        return Err("--mode split needs the nft command (package nftables)".into());
+    }
+    if !have("setpriv", "--version") {
+        return Err("--mode split needs the setpriv command (package util-linux)".into());
+    }
+    Ok(())
 }
 
 fn preflight() -> Result<(), String> {
@@ -104,9 +127,19 @@ fn cmd_cleanup(o: &Opts) -> i32 {
     if let Err(e) = preflight() {
         return bad(e);
     }
+    let table = match split_setup::cleanup(o) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    if let Some(t) = &table {
+        println!("removed {t}");
+    }
     match setup::cleanup(o) {
         Ok(r) => {
-            if r.is_empty() {
+            if r.is_empty() && table.is_none() {
                 println!("nothing to clean up");
             }
             for x in r {
@@ -156,6 +189,9 @@ fn cmd_run(o: Opts) -> i32 {
         eprintln!("error: cannot install signal handlers: {e}");
         return 1;
     }
+    if o.mode == Mode::Split {
+        return run_split(&o, &clients, listener, uid, gid);
+    }
     let _ = setup::cleanup(&o); // rules left by a crashed run with these names
     let tuns = match (
         sys::tun_open(&o.dev_to_client()),
@@ -178,7 +214,7 @@ fn cmd_run(o: Opts) -> i32 {
             return 1;
         }
     };
-    let code = match supervise(&o, &clients, tuns, listener, uid, gid) {
+    let code = match supervise(&o, &clients, Workload::Tuns(tuns), listener, uid, gid) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -189,39 +225,111 @@ fn cmd_run(o: Opts) -> i32 {
     code
 }
 
+/// Split mode: the transparent listener (errors in it are the user's: --cc, --port),
+/// the nftables table and rule, then the relay as an unprivileged user keeping
+/// CAP_NET_RAW.
+fn run_split(
+    o: &Opts,
+    clients: &[Prefix],
+    metrics: Option<TcpListener>,
+    uid: u32,
+    gid: u32,
+) -> i32 {
+    if let Err(e) = preflight_split() {
+        return bad(e);
+    }
+    let (cfg, up) = match o.gateway_config() {
+        Ok(x) => x,
+        Err(e) => return bad(e),
+    };
+    let relay = match split_setup::listener(o, cfg.window.unwrap_or(up.bdp)) {
+        Ok(l) => l,
+        Err(e) => return bad(e),
+    };
+    let _ = split_setup::cleanup(o); // a table left by a crashed run with this name
+    let _ = setup::cleanup(o);
+    let mut inst = match split_setup::install(o, clients) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: cannot set up nftables TPROXY: {e}");
+            return 1;
+        }
+    };
+    let code = match supervise(o, clients, Workload::Relay(relay), metrics, uid, gid) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    };
+    inst.teardown();
+    code
+}
+
+enum Workload {
+    Tuns([OwnedFd; 2]),
+    Relay(OwnedFd),
+}
+
 fn supervise(
     o: &Opts,
     clients: &[Prefix],
-    tuns: [OwnedFd; 2],
+    work: Workload,
     listener: Option<TcpListener>,
     uid: u32,
     gid: u32,
 ) -> io::Result<i32> {
     let lfd: Option<OwnedFd> = listener.map(OwnedFd::from);
+    let fds: Vec<OwnedFd> = match work {
+        Workload::Tuns(t) => t.into(),
+        Workload::Relay(r) => vec![r],
+    };
     let plan = Plan {
         opts: o.clone(),
         clients: clients.to_vec(),
-        tuns: [tuns[0].as_raw_fd(), tuns[1].as_raw_fd()],
+        tuns: (fds.len() == 2).then(|| [fds[0].as_raw_fd(), fds[1].as_raw_fd()]),
+        relay: (fds.len() == 1).then(|| fds[0].as_raw_fd()),
         listener: lfd.as_ref().map(|l| l.as_raw_fd()),
     };
-    let passed: Vec<&OwnedFd> = tuns.iter().chain(lfd.iter()).collect();
+    let passed: Vec<&OwnedFd> = fds.iter().chain(lfd.iter()).collect();
     // Only the worker inherits these: close-on-exec is lifted just for its start (this
     // process has no other thread that could start a program meanwhile).
     for fd in &passed {
         sys::set_cloexec(*fd, false)?;
     }
-    let spawned = Command::new(std::env::current_exe()?)
-        .arg("__worker")
-        .uid(uid)
-        .gid(gid)
-        .stdin(Stdio::piped())
-        .spawn();
+    let exe = std::env::current_exe()?;
+    let spawned = if o.mode == Mode::Split {
+        // setpriv changes the ids keeping CAP_NET_RAW alone (inheritable, ambient and
+        // bounding sets), then runs the worker in this same process
+        Command::new("setpriv")
+            .arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={gid}"))
+            .args([
+                "--clear-groups",
+                "--inh-caps=-all,+net_raw",
+                "--ambient-caps=-all,+net_raw",
+                "--bounding-set=-all,+net_raw",
+                "--no-new-privs",
+                "--",
+            ])
+            .arg(&exe)
+            .arg("__worker")
+            .stdin(Stdio::piped())
+            .spawn()
+    } else {
+        Command::new(&exe)
+            .arg("__worker")
+            .uid(uid)
+            .gid(gid)
+            .stdin(Stdio::piped())
+            .spawn()
+    };
     for fd in &passed {
         sys::set_cloexec(*fd, true)?;
     }
     let mut child = spawned?;
-    // The devices live in the worker now: they vanish when it ends.
-    drop(tuns);
+    // The devices (or the listener) live in the worker now: they vanish when it ends.
+    drop(fds);
     drop(lfd);
     let mut ctl = child.stdin.take().expect("piped");
     ctl.write_all(serde_json::to_string(&plan)?.as_bytes())?;
@@ -271,15 +379,14 @@ fn worker_inner() -> io::Result<()> {
     let plan: Plan = serde_json::from_slice(&line)?;
     sys::catch_signals()?;
     let privs = Privileges::current()?;
-    if !privs.dropped() {
+    let split = plan.opts.mode == Mode::Split;
+    let keep = if split { CAP_NET_RAW } else { 0 };
+    if !privs.only(keep) {
         return Err(io::Error::other(format!(
-            "refusing to handle packets with privileges: {privs:?}"
+            "refusing to handle {} with privileges: {privs:?}",
+            if split { "connections" } else { "packets" }
         )));
     }
-    let tuns = [
-        sys::own_inherited(plan.tuns[0])?,
-        sys::own_inherited(plan.tuns[1])?,
-    ];
     let listener = match plan.listener {
         Some(fd) => {
             let l = TcpListener::from(sys::own_inherited(fd)?);
@@ -294,6 +401,45 @@ fn worker_inner() -> io::Result<()> {
         .map_or("off".to_string(), |a| format!("http://{a}/metrics"));
     let (cfg, up) = plan.opts.gateway_config().map_err(io::Error::other)?;
     let o = &plan.opts;
+    let clients = plan
+        .clients
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    if split {
+        let relay = TcpListener::from(sys::own_inherited(
+            plan.relay
+                .ok_or_else(|| io::Error::other("split mode without a listener"))?,
+        )?);
+        // two descriptors a connection, a few for the rest
+        let nofile = sys::raise_nofile()?;
+        let max_conns = cfg
+            .max_conns
+            .min((nofile.saturating_sub(64) / 2) as usize)
+            .max(1);
+        eprintln!(
+            "longpipe-gateway: ready: pid {} uid {} gid {} capabilities net_raw; mode split; uplink {}; \
+             satellite leg cc {} buffers {} B; listener {}; max conns {max_conns} (open files {nofile}); \
+             clients {clients}; metrics {addr}",
+            std::process::id(),
+            privs.uids[0],
+            privs.gids[0],
+            o.uplink,
+            split::congestion_control(&relay),
+            cfg.window.unwrap_or(up.bdp),
+            relay.local_addr()?,
+        );
+        let ctl = sys::own_inherited(0)?;
+        let sum = split::run(o, relay, max_conns, Some(ctl), listener)?;
+        println!("{}", serde_json::to_string(&sum)?);
+        io::stdout().flush()?;
+        return Ok(());
+    }
+    let tuns = plan
+        .tuns
+        .ok_or_else(|| io::Error::other("spoof mode without devices"))?;
+    let tuns = [sys::own_inherited(tuns[0])?, sys::own_inherited(tuns[1])?];
     eprintln!(
         "longpipe-gateway: ready: pid {} uid {} gid {} capabilities none; uplink {} ({} bit/s, rtt {} ms, \
          satellite window {} B); clients {}; devices {}/{}; metrics {addr}",
@@ -304,11 +450,7 @@ fn worker_inner() -> io::Result<()> {
         o.rate_bps,
         o.rtt_ns / 1_000_000,
         up.bdp,
-        plan.clients
-            .iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
+        clients,
         o.dev_to_client(),
         o.dev_to_server()
     );

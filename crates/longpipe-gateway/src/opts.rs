@@ -11,17 +11,44 @@ use longpipe_core::time::{Rate, SimDuration};
 use longpipe_core::units::{parse_duration, parse_rate};
 use serde::{Deserialize, Serialize};
 
-pub const USAGE: &str = "usage: longpipe-gateway run --uplink IF --rate RATE --rtt TIME [--mode spoof] [--clients CIDR[,CIDR...]]
+pub const USAGE: &str = "usage: longpipe-gateway run --uplink IF --rate RATE --rtt TIME [--mode spoof|split] [--clients CIDR[,CIDR...]]
            [--window BYTES] [--buffer BYTES] [--memory BYTES] [--link-window BYTES] [--shared true|false]
            [--pace RATE] [--dupthresh N] [--min-rto TIME] [--idle-timeout TIME] [--abandon-timeout TIME]
            [--max-conns N] [--metrics ADDR:PORT|off] [--stats-interval TIME] [--drain TIME] [--user USER]
            [--name PREFIX] [--table N] [--pref N] [--mtu N]
+           split mode: [--cc NAME] [--port N] [--relay-buffer BYTES] (and --window, --max-conns)
        longpipe-gateway cleanup [--name PREFIX] [--table N] [--pref N]";
 
 /// Everything the privileged parent and the unprivileged worker need (the worker gets
 /// it as one JSON line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The core gateway on packets from TUN devices (ACK spoofing).
+    Spoof,
+    /// Kernel sockets: a transparent split-connection proxy (nftables TPROXY).
+    Split,
+}
+
+/// Options that only spoof mode uses (refused with `--mode split`).
+const SPOOF_ONLY: &[&str] = &[
+    "--buffer",
+    "--memory",
+    "--link-window",
+    "--shared",
+    "--pace",
+    "--dupthresh",
+    "--min-rto",
+    "--idle-timeout",
+    "--abandon-timeout",
+    "--mtu",
+];
+/// Options that only split mode uses.
+const SPLIT_ONLY: &[&str] = &["--cc", "--port", "--relay-buffer"];
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Opts {
+    pub mode: Mode,
     pub uplink: String,
     /// Client prefixes (behind the satellite); empty: the routes over the uplink.
     pub clients: Vec<Prefix>,
@@ -41,11 +68,18 @@ pub struct Opts {
     /// First rule preference.
     pub pref: u32,
     pub mtu: u32,
+    /// Split mode: the satellite leg's congestion control (TCP_CONGESTION).
+    pub cc: String,
+    /// Split mode: the port of the transparent listener (127.0.0.1) TPROXY diverts to.
+    pub port: u16,
+    /// Split mode: the relay's buffer per connection and direction, bytes.
+    pub relay_buffer: u32,
 }
 
 impl Default for Opts {
     fn default() -> Self {
         Opts {
+            mode: Mode::Spoof,
             uplink: String::new(),
             clients: vec![],
             rate_bps: 0,
@@ -59,6 +93,9 @@ impl Default for Opts {
             table: 7450,
             pref: 7450,
             mtu: 1500,
+            cc: "cubic".into(),
+            port: 7450,
+            relay_buffer: 262_144,
         }
     }
 }
@@ -130,15 +167,11 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
             }
             "--mode" if !for_cleanup => {
                 let v = val()?;
-                match v.as_str() {
-                    "spoof" => {}
-                    "split" => {
-                        return Err("--mode split (kernel sockets with nftables TPROXY) is not \
-                                    implemented yet: see docs/notes/gateway-daemon.md"
-                            .into())
-                    }
-                    _ => return Err(format!("--mode: expected spoof, got {v:?}")),
-                }
+                o.mode = match v.as_str() {
+                    "spoof" => Mode::Spoof,
+                    "split" => Mode::Split,
+                    _ => return Err(format!("--mode: expected spoof or split, got {v:?}")),
+                };
             }
             "--window" | "--buffer" | "--memory" | "--link-window" | "--pace" | "--min-rto"
             | "--idle-timeout" | "--abandon-timeout"
@@ -180,6 +213,35 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
                 o.stats_interval_ns = d.0;
             }
             "--drain" if !for_cleanup => o.drain_ns = dur(&val()?)?.0,
+            "--cc" if !for_cleanup => {
+                let v = val()?;
+                if v.is_empty()
+                    || v.len() > 15
+                    || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                {
+                    return Err(format!(
+                        "--cc: expected a congestion control name (cubic, bbr, reno, ...), got {v:?}"
+                    ));
+                }
+                o.cc = v;
+            }
+            "--port" if !for_cleanup => {
+                let v = val()?;
+                o.port = v
+                    .parse()
+                    .ok()
+                    .filter(|&p: &u16| p != 0)
+                    .ok_or_else(|| format!("--port: expected 1 to 65535, got {v:?}"))?;
+            }
+            "--relay-buffer" if !for_cleanup => {
+                let v = val()?;
+                let b = longpipe_core::units::parse_bytes(&v)
+                    .map_err(|e| format!("--relay-buffer {v:?}: {e}"))?;
+                if !(4_096..=64 << 20).contains(&b) {
+                    return Err(format!("--relay-buffer: expected 4KB to 64MiB, got {v:?}"));
+                }
+                o.relay_buffer = b as u32;
+            }
             "--user" if !for_cleanup => o.user = Some(val()?),
             "--mtu" if !for_cleanup => {
                 let v = val()?;
@@ -223,6 +285,16 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
         i += 2;
     }
     o.gateway = serde_json::Value::Object(gw);
+    if !for_cleanup {
+        let given = |x: &&&str| a.iter().step_by(2).any(|y| y == **x);
+        let (wrong, mode) = match o.mode {
+            Mode::Spoof => (SPLIT_ONLY, "split"),
+            Mode::Split => (SPOOF_ONLY, "spoof"),
+        };
+        if let Some(x) = wrong.iter().find(given) {
+            return Err(format!("{x}: only with --mode {mode}"));
+        }
+    }
     if for_cleanup {
         return Ok(o);
     }
@@ -278,7 +350,36 @@ mod tests {
             e(&format!("{base} --window lots"))
         );
         assert!(e(&format!("{base} --idle-timeout 0s")).starts_with("--idle-timeout:"));
-        assert!(e(&format!("{base} --mode split")).contains("not implemented"));
+        assert_eq!(
+            parse(&args(&format!("{base} --mode split")), false)
+                .unwrap()
+                .mode,
+            Mode::Split
+        );
+        let o = parse(
+            &args(&format!(
+                "{base} --mode split --cc bbr --port 7001 --relay-buffer 64KB --window 1MB"
+            )),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (o.cc.as_str(), o.port, o.relay_buffer),
+            ("bbr", 7001, 64_000)
+        );
+        assert_eq!(o.gateway_config().unwrap().0.window, Some(1_000_000));
+        assert_eq!(
+            e(&format!("{base} --mode split --min-rto 1s")),
+            "--min-rto: only with --mode spoof"
+        );
+        assert_eq!(
+            e(&format!("{base} --cc bbr")),
+            "--cc: only with --mode split"
+        );
+        assert!(e(&format!("{base} --mode split --cc 'b b'")).starts_with("--cc:"));
+        assert!(e(&format!("{base} --mode split --port 0")).starts_with("--port:"));
+        assert!(e(&format!("{base} --mode split --relay-buffer 1B")).starts_with("--relay-buffer:"));
+        assert!(e(&format!("{base} --mode splat")).starts_with("--mode: expected spoof or split"));
         assert!(e(&format!("{base} --clients 10.0.0.300")).starts_with("--clients:"));
         assert!(e(&format!("{base} --bogus 1")).starts_with("unknown option \"--bogus\""));
         assert!(e("--uplink eth1 --rate 20Mbps").starts_with("run: --rate and --rtt"));

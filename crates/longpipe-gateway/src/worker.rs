@@ -24,6 +24,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// The capability split mode's relay keeps (bit 13): `IP_TRANSPARENT` needs it.
+pub const CAP_NET_RAW: u64 = 1 << 13;
+
 /// The process's user, group and effective capabilities, from /proc/self/status.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Privileges {
@@ -71,11 +74,16 @@ impl Privileges {
 
     /// No root id and no capability.
     pub fn dropped(&self) -> bool {
+        self.only(0)
+    }
+
+    /// No root id, and exactly the capabilities `mask` (effective and permitted).
+    pub fn only(&self, mask: u64) -> bool {
         !self.uids.is_empty()
             && !self.uids.contains(&0)
             && !self.gids.contains(&0)
-            && self.cap_eff == 0
-            && self.cap_prm == 0
+            && self.cap_eff == mask
+            && self.cap_prm == mask
     }
 }
 
@@ -258,5 +266,12 @@ mod tests {
         assert!(!Privileges::of(saved).dropped());
         let caps = "Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nCapPrm:\t0000000000001000\nCapEff:\t0000000000001000\n";
         assert!(!Privileges::of(caps).dropped(), "CAP_NET_ADMIN kept");
+        assert!(
+            !Privileges::of(caps).only(CAP_NET_RAW),
+            "CAP_NET_ADMIN is not CAP_NET_RAW"
+        );
+        let raw = "Uid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\nCapPrm:\t0000000000002000\nCapEff:\t0000000000002000\n";
+        assert!(Privileges::of(raw).only(CAP_NET_RAW) && !Privileges::of(raw).dropped());
+        assert!(!Privileges::of(nobody).only(CAP_NET_RAW));
     }
 }
