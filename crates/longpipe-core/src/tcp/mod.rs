@@ -14,6 +14,8 @@ pub mod recovery;
 pub mod rtt;
 pub mod rtt_linux;
 pub mod sack;
+#[cfg(test)]
+pub(crate) mod script;
 pub mod seg;
 pub mod sender;
 pub mod seq;

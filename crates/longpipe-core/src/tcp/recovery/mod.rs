@@ -148,3 +148,26 @@ impl RecoveryKind {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_builds_its_scheme_and_sack_replaces_the_reno_family_only() {
+        let nr = RecoveryKind::NewReno {
+            partial_ack_timer_every: false,
+        };
+        for (kind, sack, name) in [
+            (RecoveryKind::Tahoe, false, "tahoe"),
+            (RecoveryKind::Tahoe, true, "tahoe"),
+            (RecoveryKind::Reno, false, "reno"),
+            (RecoveryKind::Reno, true, "sack"),
+            (nr, false, "newreno"),
+            (nr, true, "sack"),
+            (RecoveryKind::Linux, false, "newreno"),
+        ] {
+            assert_eq!(kind.build(sack).name(), name, "{kind:?} sack {sack}");
+        }
+    }
+}

@@ -71,3 +71,63 @@ impl Recovery for NewReno {
         restart
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tcp::recovery::RecoveryKind;
+    use crate::tcp::script::{seq, Script, Setup};
+    use crate::time::SimDuration;
+
+    /// Without SACK, segments 0, 3 and 6 of ten lost: the fast retransmission, four
+    /// more duplicate ACKs, then two partial ACKs 1 ms apart. Returns the RTO deadline
+    /// after each partial ACK, and their times.
+    fn two_partial_acks(every: bool) -> [(crate::time::SimTime, crate::time::SimTime); 2] {
+        let (mut sc, _) = Script::new(Setup {
+            recovery: RecoveryKind::NewReno {
+                partial_ack_timer_every: every,
+            },
+            sack: false,
+            ..Setup::default()
+        });
+        for _ in 0..2 {
+            assert_eq!(sc.dupack(0, &[]), vec![]);
+        }
+        assert_eq!(sc.dupack(0, &[]), vec![(0, true)]);
+        // RFC 5681 §3.2 step 4: each further duplicate ACK inflates cwnd by one SMSS
+        // (5 + 3 = 8 segments, then 9..12): new data once cwnd exceeds the flight (10)
+        assert_eq!(sc.dupack(0, &[]), vec![]);
+        assert_eq!(sc.dupack(0, &[]), vec![]);
+        assert_eq!(sc.dupack(0, &[]), vec![(10, false)]);
+        assert_eq!(sc.dupack(0, &[]), vec![(11, false)]);
+        let mut at = [(sc.now, sc.now); 2];
+        for (i, (hole, new)) in [(3u64, 12u64), (6, 13)].into_iter().enumerate() {
+            // RFC 6582 §3.2 step 3: a partial ACK retransmits the next hole, deflates
+            // cwnd by the 3 segments acknowledged and adds one back (12 − 3 + 1 = 10,
+            // then 10 − 3 + 1 = 8, each one segment above the flight left): one new
+            // segment goes out
+            assert_eq!(sc.ack(seq(hole), &[]), vec![(hole, true), (new, false)]);
+            assert!(sc.s.tx.in_recovery);
+            at[i] = (sc.now, sc.s.tx.rto_deadline.expect("armed"));
+        }
+        at
+    }
+
+    #[test]
+    fn impatient_restarts_the_timer_on_the_first_partial_ack_only() {
+        // RFC 6582 §4, Impatient variant: "reset the retransmit timer only after the
+        // first partial ACK"
+        let rto = SimDuration::from_secs(1); // the 1 s minimum
+        let [(t1, d1), (t2, d2)] = two_partial_acks(false);
+        assert_eq!(d1, t1 + rto, "restarted by the first partial ACK");
+        assert_eq!(d2, t1 + rto, "not by the second");
+        assert!(t2 > t1);
+    }
+
+    #[test]
+    fn slow_but_steady_restarts_the_timer_on_every_partial_ack() {
+        let rto = SimDuration::from_secs(1);
+        let [(t1, d1), (t2, d2)] = two_partial_acks(true);
+        assert_eq!(d1, t1 + rto);
+        assert_eq!(d2, t2 + rto);
+    }
+}
