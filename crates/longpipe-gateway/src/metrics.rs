@@ -104,6 +104,12 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
         &[("", p.gw.conns() as f64)],
     );
     metric(
+        "connections_peak",
+        "gauge",
+        "The most connections the table held at once since the start.",
+        &[("", st.conns_peak as f64)],
+    );
+    metric(
         "connections_opened_total",
         "counter",
         "Connections learned from a SYN.",
@@ -222,10 +228,11 @@ pub fn line(p: &PacketPath) -> String {
         1.0
     };
     format!(
-        "longpipe-gateway: conns {} (opened {} closed {} refused {} abandoned {}) \
+        "longpipe-gateway: conns {} (peak {} opened {} closed {} refused {} abandoned {}) \
          read {}/{} written {}/{} pkts (to client/to server) spoofed_acks {} resent {} \
          held {} B (acked, undelivered {} B) sat_efficiency {:.3} malformed {} bad_checksum {} write_errors {}",
         p.gw.conns(),
+        st.conns_peak,
         g.conns_opened,
         g.conns_closed,
         g.conns_refused,

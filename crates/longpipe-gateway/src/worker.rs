@@ -94,6 +94,8 @@ pub struct Summary {
     pub uptime_s: f64,
     pub drain_s: f64,
     pub conns: usize,
+    /// The most connections held at once.
+    pub conns_peak: u64,
     pub held_bytes: u64,
     /// Bytes the servers saw acknowledged that never reached the clients.
     pub acked_undelivered_bytes: u64,
@@ -189,6 +191,7 @@ pub fn run(
                     uptime_s: t.0 as f64 / 1e9,
                     drain_s: (t.0 + o.drain_ns - s) as f64 / 1e9,
                     conns: path.gw.conns(),
+                    conns_peak: path.stats.conns_peak,
                     held_bytes: held,
                     acked_undelivered_bytes: unsent,
                     path: path.stats.clone(),
