@@ -82,6 +82,10 @@ pub struct PathStats {
     pub drain_passed: u64,
     /// The most connections the table held at once (a high-water mark).
     pub conns_peak: u64,
+    /// Packets the kernel dropped on their way to the packet loop, by device: the
+    /// device's queue (`--dev-queue`) was full (the loop fell behind). Read from the
+    /// kernel by the worker, not counted here.
+    pub dev_dropped: [u64; 2],
 }
 
 pub struct PacketPath {
