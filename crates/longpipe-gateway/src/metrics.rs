@@ -67,6 +67,12 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
         &dirs(st.bytes_out),
     );
     metric(
+        "device_dropped_total",
+        "counter",
+        "Packets the kernel dropped on their way to the packet loop (the device's queue, --dev-queue, was full), by direction.",
+        &dirs(st.dev_dropped),
+    );
+    metric(
         "passed_total",
         "counter",
         "Packets passed unchanged without the gateway, by reason.",
@@ -102,6 +108,12 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
         "gauge",
         "Connections in the table.",
         &[("", p.gw.conns() as f64)],
+    );
+    metric(
+        "connections_peak",
+        "gauge",
+        "The most connections the table held at once since the start.",
+        &[("", st.conns_peak as f64)],
     );
     metric(
         "connections_opened_total",
@@ -222,10 +234,12 @@ pub fn line(p: &PacketPath) -> String {
         1.0
     };
     format!(
-        "longpipe-gateway: conns {} (opened {} closed {} refused {} abandoned {}) \
+        "longpipe-gateway: conns {} (peak {} opened {} closed {} refused {} abandoned {}) \
          read {}/{} written {}/{} pkts (to client/to server) spoofed_acks {} resent {} \
-         held {} B (acked, undelivered {} B) sat_efficiency {:.3} malformed {} bad_checksum {} write_errors {}",
+         held {} B (acked, undelivered {} B) sat_efficiency {:.3} malformed {} bad_checksum {} write_errors {} \
+         dev_dropped {}/{}",
         p.gw.conns(),
+        st.conns_peak,
         g.conns_opened,
         g.conns_closed,
         g.conns_refused,
@@ -242,6 +256,8 @@ pub fn line(p: &PacketPath) -> String {
         st.malformed,
         st.bad_checksum,
         st.write_errors,
+        st.dev_dropped[0],
+        st.dev_dropped[1],
     )
 }
 

@@ -15,7 +15,7 @@ pub const USAGE: &str = "usage: longpipe-gateway run --uplink IF --rate RATE --r
            [--window BYTES] [--buffer BYTES] [--memory BYTES] [--link-window BYTES] [--shared true|false]
            [--pace RATE] [--dupthresh N] [--min-rto TIME] [--idle-timeout TIME] [--abandon-timeout TIME]
            [--max-conns N] [--metrics ADDR:PORT|off] [--stats-interval TIME] [--drain TIME] [--user USER]
-           [--name PREFIX] [--table N] [--pref N] [--mtu N]
+           [--name PREFIX] [--table N] [--pref N] [--mtu N] [--dev-queue PKTS]
            split mode: [--cc NAME] [--port N] [--relay-buffer BYTES] (and --window, --max-conns)
        longpipe-gateway cleanup [--name PREFIX] [--table N] [--pref N]";
 
@@ -30,6 +30,20 @@ pub enum Mode {
     Split,
 }
 
+/// The TUN devices' default queue, packets: the initial windows (10 segments) of 2000
+/// connections opened at once, what the packet loop may have to take in while it is
+/// busy (Linux's default, 500, dropped most of such a burst from 1000 connections:
+/// docs/notes/gateway-daemon.md, "1000 concurrent connections"). Memory is used only by
+/// what waits.
+pub const DEV_QUEUE: u32 = 20_000;
+
+/// How far behind its schedule the gateway's pacer may catch up (the core's
+/// `pace_catchup`): the packet loop wakes after the due time — by the timer slack and the
+/// scheduler's delay, tens of µs to ms — and a pacer that times each send from its late
+/// wake-up loses that every time (a 50 Mbit/s satellite got 37). At most this much
+/// (2 ms: 12.5 kB at 50 Mbit/s) goes out at once after a longer stall.
+pub const PACE_CATCHUP: SimDuration = SimDuration::from_millis(2);
+
 /// Options that only spoof mode uses (refused with `--mode split`).
 const SPOOF_ONLY: &[&str] = &[
     "--buffer",
@@ -42,6 +56,7 @@ const SPOOF_ONLY: &[&str] = &[
     "--idle-timeout",
     "--abandon-timeout",
     "--mtu",
+    "--dev-queue",
 ];
 /// Options that only split mode uses.
 const SPLIT_ONLY: &[&str] = &["--cc", "--port", "--relay-buffer"];
@@ -68,6 +83,9 @@ pub struct Opts {
     /// First rule preference.
     pub pref: u32,
     pub mtu: u32,
+    /// Spoof mode: the TUN devices' queues (txqueuelen), packets: what the kernel holds
+    /// for the packet loop while it is busy; beyond it the kernel drops.
+    pub dev_queue: u32,
     /// Split mode: the satellite leg's congestion control (TCP_CONGESTION).
     pub cc: String,
     /// Split mode: the port of the transparent listener (127.0.0.1) TPROXY diverts to.
@@ -93,6 +111,7 @@ impl Default for Opts {
             table: 7450,
             pref: 7450,
             mtu: 1500,
+            dev_queue: DEV_QUEUE,
             cc: "cubic".into(),
             port: 7450,
             relay_buffer: 262_144,
@@ -112,10 +131,12 @@ impl Opts {
     pub fn gateway_config(&self) -> Result<(GatewayConfig, Uplink), String> {
         let spec: GatewaySpec = serde_json::from_value(self.gateway.clone())
             .map_err(|e| format!("gateway options: {e}"))?;
-        let cfg = spec.resolve("gateway").map_err(|e| {
+        let mut cfg = spec.resolve("gateway").map_err(|e| {
             let opt = e.path.trim_start_matches("gateway").trim_start_matches('.');
             format!("--{}: {}", opt.replace('_', "-"), e.msg)
         })?;
+        // a real loop's timers are late: the pacer keeps to its schedule
+        cfg.pace_catchup = PACE_CATCHUP;
         let rate = Rate(self.rate_bps);
         let up = Uplink {
             rate: Some(rate),
@@ -251,6 +272,16 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
                     .filter(|m| (576..=65_535).contains(m))
                     .ok_or_else(|| format!("--mtu: expected 576 to 65535, got {v:?}"))?;
             }
+            "--dev-queue" if !for_cleanup => {
+                let v = val()?;
+                o.dev_queue = v
+                    .parse()
+                    .ok()
+                    .filter(|q| (16..=1_000_000).contains(q))
+                    .ok_or_else(|| {
+                        format!("--dev-queue: expected 16 to 1000000 packets, got {v:?}")
+                    })?;
+            }
             "--name" => {
                 let v = val()?;
                 if v.is_empty()
@@ -335,6 +366,11 @@ mod tests {
         );
         assert_eq!(up.bdp, 20_000_000 * 6 / 10 / 8);
         assert_eq!(
+            cfg.pace_catchup, PACE_CATCHUP,
+            "a late loop's pacer catches up"
+        );
+        assert!(PACE_CATCHUP > SimDuration::ZERO);
+        assert_eq!(
             o.clients,
             vec![Prefix([10, 1, 0, 0], 16), Prefix([10, 2, 0, 7], 32)]
         );
@@ -387,6 +423,15 @@ mod tests {
         assert!(e(&format!("{base} --metrics nowhere")).starts_with("--metrics:"));
         assert!(e(&format!("{base} --name way-too-long-name")).starts_with("--name:"));
         assert!(e(&format!("{base} --shared false --memory 1MB")).starts_with("--shared:"));
+        assert_eq!(parse(&args(base), false).unwrap().dev_queue, DEV_QUEUE);
+        let o = parse(&args(&format!("{base} --dev-queue 4096")), false).unwrap();
+        assert_eq!(o.dev_queue, 4096);
+        assert!(e(&format!("{base} --dev-queue 0")).starts_with("--dev-queue: expected 16"));
+        assert!(e(&format!("{base} --dev-queue lots")).starts_with("--dev-queue: expected 16"));
+        assert_eq!(
+            e(&format!("{base} --mode split --dev-queue 4096")),
+            "--dev-queue: only with --mode spoof"
+        );
     }
 
     #[test]

@@ -80,6 +80,12 @@ pub struct PathStats {
     pub write_errors: u64,
     /// New connections passed through unaccelerated while draining.
     pub drain_passed: u64,
+    /// The most connections the table held at once (a high-water mark).
+    pub conns_peak: u64,
+    /// Packets the kernel dropped on their way to the packet loop, by device: the
+    /// device's queue (`--dev-queue`) was full (the loop fell behind). Read from the
+    /// kernel by the worker, not counted here.
+    pub dev_dropped: [u64; 2],
 }
 
 pub struct PacketPath {
@@ -176,6 +182,8 @@ impl PacketPath {
         let pkt = RawPkt::from_wire(now, self.reads, &h, b, ihl + doff);
         let mut out = std::mem::take(&mut self.out);
         self.gw.on_packet(now, dir, pkt, &mut out);
+        // the table grows only on a packet (a SYN), never on a timer
+        self.stats.conns_peak = self.stats.conns_peak.max(self.gw.conns() as u64);
         if dir == Dir::ToServer && !out.iter().any(|p| p.input == self.reads) {
             self.stats.absorbed += 1;
         }
@@ -440,6 +448,43 @@ mod tests {
             &build_packet(&hdr(true, ACK, 1001, 6501), &[]),
         );
         assert_eq!(p.gw.held_totals(), (500, 500));
+    }
+
+    /// The SYN of the client's connection `i` (port 40 000 + i).
+    fn syn(i: u16) -> Vec<u8> {
+        let mut h = hdr(true, SYN, 1000, 0);
+        h.src_port += i;
+        build_packet(&h, &[])
+    }
+
+    /// Its reset.
+    fn rst(i: u16) -> Vec<u8> {
+        let mut h = hdr(true, wire::RST | ACK, 1001, 0);
+        h.src_port += i;
+        build_packet(&h, &[])
+    }
+
+    /// The high-water mark is the most connections held at once: not the connections
+    /// now, nor all ever opened.
+    #[test]
+    fn the_peak_is_the_most_connections_held_at_once() {
+        let mut p = path();
+        for i in 0..3 {
+            feed(&mut p, 1 + i as u64, DEV_TO_SERVER, &syn(i));
+        }
+        assert_eq!((p.gw.conns(), p.stats.conns_peak), (3, 3));
+        feed(&mut p, 10, DEV_TO_SERVER, &rst(0));
+        feed(&mut p, 11, DEV_TO_SERVER, &rst(1));
+        feed(&mut p, 12, DEV_TO_SERVER, &syn(3));
+        // a SYN sent again is the same connection
+        feed(&mut p, 13, DEV_TO_SERVER, &syn(3));
+        assert_eq!(p.gw.conns(), 2);
+        assert_eq!(p.gw.stats.conns_opened, 4);
+        assert_eq!(p.stats.conns_peak, 3);
+        let m = crate::metrics::render(&p, 1.0);
+        assert!(m.contains("longpipe_gateway_connections 2\n"), "{m}");
+        assert!(m.contains("longpipe_gateway_connections_peak 3\n"), "{m}");
+        assert!(crate::metrics::line(&p).contains("conns 2 (peak 3 "));
     }
 
     #[test]

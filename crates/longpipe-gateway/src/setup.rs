@@ -92,6 +92,22 @@ fn rules(o: &Opts, clients: &[Prefix]) -> Vec<String> {
     v
 }
 
+/// The devices up with their MTU and queue length (`txqueuelen`: for a TUN device, the
+/// ring of packets waiting for the reader), and one table per direction.
+fn devices_batch(o: &Opts) -> String {
+    let (c, s) = (o.dev_to_client(), o.dev_to_server());
+    let mut batch = String::new();
+    for d in [&c, &s] {
+        batch += &format!(
+            "link set dev {d} mtu {} txqueuelen {} up\n",
+            o.mtu, o.dev_queue
+        );
+    }
+    batch += &format!("route replace default dev {c} table {}\n", o.table);
+    batch += &format!("route replace default dev {s} table {}\n", o.table + 1);
+    batch
+}
+
 /// What was changed, to undo.
 pub struct Installed {
     rules: Vec<String>,
@@ -128,13 +144,7 @@ pub fn install(o: &Opts, clients: &[Prefix]) -> io::Result<Installed> {
     };
     let r = (|| -> io::Result<()> {
         let (c, s) = (o.dev_to_client(), o.dev_to_server());
-        let mut batch = String::new();
-        for d in [&c, &s] {
-            batch += &format!("link set dev {d} mtu {} up\n", o.mtu);
-        }
-        batch += &format!("route replace default dev {c} table {}\n", o.table);
-        batch += &format!("route replace default dev {s} table {}\n", o.table + 1);
-        ip(&["-batch", "-"], Some(&batch))?;
+        ip(&["-batch", "-"], Some(&devices_batch(o)))?;
         for d in [&c, &s] {
             set_sysctl(&format!("ipv4/conf/{d}/rp_filter"), "0", &mut inst.sysctls)?;
         }
@@ -249,6 +259,23 @@ mod tests {
                 Prefix([10, 1, 0, 0], 16),
                 Prefix([0, 0, 0, 0], 0)
             ]
+        );
+    }
+
+    #[test]
+    fn the_devices_get_the_mtu_and_queue_asked_for() {
+        let o = Opts {
+            uplink: "sat0".into(),
+            mtu: 1400,
+            dev_queue: 4096,
+            ..Opts::default()
+        };
+        assert_eq!(
+            devices_batch(&o),
+            "link set dev lpgwc mtu 1400 txqueuelen 4096 up\n\
+             link set dev lpgws mtu 1400 txqueuelen 4096 up\n\
+             route replace default dev lpgwc table 7450\n\
+             route replace default dev lpgws table 7451\n"
         );
     }
 

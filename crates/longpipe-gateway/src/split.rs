@@ -41,6 +41,8 @@ use std::time::Instant;
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SplitStats {
     pub opened: u64,
+    /// The most connections relayed at once (a high-water mark).
+    pub peak: u64,
     pub closed: u64,
     /// Reset at once: over `--max-conns`, or while stopping.
     pub refused: u64,
@@ -54,6 +56,14 @@ pub struct SplitStats {
     pub same_port: u64,
     pub bytes_to_server: u64,
     pub bytes_to_client: u64,
+}
+
+impl SplitStats {
+    /// A connection accepted and relayed; `now`: the connections relayed with it.
+    fn relaying(&mut self, now: usize) {
+        self.opened += 1;
+        self.peak = self.peak.max(now as u64);
+    }
 }
 
 /// One direction: bytes read from side `d`, waiting to be written to the other side.
@@ -220,6 +230,8 @@ pub struct Summary {
     pub drain_s: f64,
     /// Connections still open when the drain ended (closed with a RST).
     pub conns: usize,
+    /// The most connections relayed at once.
+    pub conns_peak: u64,
     /// Bytes the relay had read and not yet written when it stopped.
     pub buffered_bytes: u64,
     pub split: SplitStats,
@@ -256,6 +268,12 @@ pub fn render(st: &SplitStats, conns: usize, buffered: u64, uptime_s: f64) -> St
         "gauge",
         "Connections being relayed.",
         &[("", conns as f64)],
+    );
+    m(
+        "connections_peak",
+        "gauge",
+        "The most connections relayed at once since the start.",
+        &[("", st.peak as f64)],
     );
     m(
         "connections_opened_total",
@@ -314,9 +332,9 @@ pub fn render(st: &SplitStats, conns: usize, buffered: u64, uptime_s: f64) -> St
 /// The periodic stats line.
 pub fn line(st: &SplitStats, conns: usize, buffered: u64) -> String {
     format!(
-        "longpipe-gateway: conns {conns} opened {} closed {} refused {} connect_errors {} resets {}; \
+        "longpipe-gateway: conns {conns} peak {} opened {} closed {} refused {} connect_errors {} resets {}; \
          bytes to_client {} to_server {}; buffered {buffered}",
-        st.opened, st.closed, st.refused, st.connect_errors, st.resets, st.bytes_to_client,
+        st.peak, st.opened, st.closed, st.refused, st.connect_errors, st.resets, st.bytes_to_client,
         st.bytes_to_server
     )
 }
@@ -396,6 +414,7 @@ pub fn run(
                     uptime_s: t as f64 / 1e9,
                     drain_s: (t + o.drain_ns - s) as f64 / 1e9,
                     conns: conns.len(),
+                    conns_peak: st.peak,
                     buffered_bytes: b,
                     split: st.clone(),
                 };
@@ -520,13 +539,13 @@ pub fn run(
                     let _ = a.set_nonblocking(true);
                     match connect_as(src, dst) {
                         Ok((b, same)) => {
-                            st.opened += 1;
                             st.same_port += same as u64;
                             conns.push(Conn {
                                 s: [a, b],
                                 connecting: true,
                                 d: [Dir::default(), Dir::default()],
                             });
+                            st.relaying(conns.len());
                         }
                         Err(e) => {
                             st.connect_errors += 1;
@@ -640,16 +659,22 @@ mod tests {
 
     #[test]
     fn metrics_name_the_relay_counters() {
-        let st = SplitStats {
-            opened: 3,
+        let mut st = SplitStats {
             bytes_to_client: 1234,
             ..SplitStats::default()
         };
+        // three at once, two of them end, one more: the peak stays at three
+        for n in 1..=3 {
+            st.relaying(n);
+        }
+        st.relaying(2);
+        assert_eq!((st.opened, st.peak), (4, 3));
         let m = render(&st, 2, 10, 1.5);
         assert!(m.contains("longpipe_gateway_connections 2\n"));
-        assert!(m.contains("longpipe_gateway_connections_opened_total 3\n"));
+        assert!(m.contains("longpipe_gateway_connections_peak 3\n"));
+        assert!(m.contains("longpipe_gateway_connections_opened_total 4\n"));
         assert!(m.contains("longpipe_gateway_bytes_relayed_total{dir=\"to_client\"} 1234\n"));
         assert!(m.contains("longpipe_gateway_relay_buffered_bytes 10\n"));
-        assert!(line(&st, 2, 10).starts_with("longpipe-gateway: conns 2 opened 3"));
+        assert!(line(&st, 2, 10).starts_with("longpipe-gateway: conns 2 peak 3 opened 4"));
     }
 }

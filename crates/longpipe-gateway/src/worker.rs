@@ -94,11 +94,42 @@ pub struct Summary {
     pub uptime_s: f64,
     pub drain_s: f64,
     pub conns: usize,
+    /// The most connections held at once.
+    pub conns_peak: u64,
     pub held_bytes: u64,
     /// Bytes the servers saw acknowledged that never reached the clients.
     pub acked_undelivered_bytes: u64,
     pub path: crate::path::PathStats,
     pub gateway: longpipe_core::middlebox::gateway::GatewayCounters,
+}
+
+/// The transmit drops of devices `names` in `/proc/net/dev` text (the kernel's count of
+/// packets it could not queue toward the reader of a TUN device); None for a device
+/// not listed.
+pub fn tx_dropped(text: &str, names: [&str; 2]) -> [Option<u64>; 2] {
+    names.map(|n| {
+        text.lines().find_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            if name.trim() != n {
+                return None;
+            }
+            // receive: bytes packets errs drop fifo frame compressed multicast;
+            // transmit: bytes packets errs drop ...
+            rest.split_whitespace().nth(11)?.parse().ok()
+        })
+    })
+}
+
+/// Reads the devices' transmit drops into the path's counters (this network
+/// namespace's devices: /proc/net/dev is the reader's own).
+fn read_dev_dropped(path: &mut PacketPath, names: [&str; 2]) {
+    if let Ok(text) = std::fs::read_to_string("/proc/net/dev") {
+        for (d, v) in tx_dropped(&text, names).into_iter().enumerate() {
+            if let Some(v) = v {
+                path.stats.dev_dropped[d] = v;
+            }
+        }
+    }
 }
 
 fn pollfd(fd: i32) -> libc::pollfd {
@@ -139,6 +170,8 @@ pub fn run(
     let mut stop_at: Option<u64> = None;
     let mut stop = false;
     let write = |devs: &mut [File; 2], d: usize, b: &[u8]| devs[d].write(b).is_ok();
+    let (dev_c, dev_s) = (o.dev_to_client(), o.dev_to_server());
+    let names = [dev_c.as_str(), dev_s.as_str()];
     loop {
         for d in 0..2 {
             for _ in 0..64 {
@@ -160,6 +193,7 @@ pub fn run(
             path.timeout(t, &mut |dd, bb| write(&mut devs, dd, bb));
         }
         if t.0 >= next_snap {
+            read_dev_dropped(&mut path, names);
             let s = metrics::render(&path, t.0 as f64 / 1e9);
             if let Ok(mut g) = snapshot.lock() {
                 *g = s;
@@ -183,12 +217,14 @@ pub fn run(
         }
         if let Some(s) = stop_at {
             if t.0 >= s || path.gw.held_totals().0 == 0 {
+                read_dev_dropped(&mut path, names);
                 let (held, unsent) = path.gw.held_totals();
                 let sum = Summary {
                     event: "stopped",
                     uptime_s: t.0 as f64 / 1e9,
                     drain_s: (t.0 + o.drain_ns - s) as f64 / 1e9,
                     conns: path.gw.conns(),
+                    conns_peak: path.stats.conns_peak,
                     held_bytes: held,
                     acked_undelivered_bytes: unsent,
                     path: path.stats.clone(),
@@ -251,6 +287,17 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_drops_are_the_transmit_drops_of_the_named_devices() {
+        let text = "Inter-|   Receive                                                |  Transmit\n \
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+lo:     100       2    0    7    0     0          0         0      100       2    0    8    0     0       0          0\n \
+lpgwc: 66178420   47197    0    3    0     0          0         0 102637600   71679    0 1888    0     0       0          0\n\
+lpgws:3184250   79159    0    4    0     0          0         0  1642530   40616    0   17    0     0       0          0\n";
+        assert_eq!(tx_dropped(text, ["lpgwc", "lpgws"]), [Some(1888), Some(17)]);
+        assert_eq!(tx_dropped(text, ["lpgw", "nosuch"]), [None, None]);
+    }
 
     #[test]
     fn privileges_are_read_from_proc_status() {

@@ -482,3 +482,62 @@ fn thousands_of_connections_share_the_link_in_round_robin_and_are_reaped() {
     assert_eq!((gw.conns(), gw.stats.conns_closed), (0, n as u64));
     assert_eq!(gw.next_timer(), None);
 }
+
+/// Segments the shared-mode pacer sends toward the client in `span_us` when every
+/// wake-up comes `late_us` after the gateway's deadline (as a real packet loop's do),
+/// with a catch-up of `catchup_us`; and the most it sent in one wake-up.
+fn paced(catchup_us: u64, late_us: u64, span_us: u64) -> (usize, usize) {
+    let mut c = cfg(r#""link_window":"1MB""#);
+    c.pace_catchup = SimDuration(catchup_us * 1000);
+    // 8 Mbit/s: a 1040 B packet (1000 B of data) every 1040 µs
+    let up = Uplink {
+        rate: Some(Rate(8_000_000)),
+        bdp: 100_000,
+    };
+    let mut gw = Gateway::new(c, up);
+    open(&mut gw, 1, 100, 1000, None);
+    assert!(
+        fill(&mut gw, 1, 1000, 10) >= 50,
+        "enough held to send for the span"
+    );
+    let (mut sent, mut most) = (0, 0);
+    let mut out = vec![];
+    loop {
+        let t = gw.next_timer().expect("the pacer's deadline") + SimDuration(late_us * 1000);
+        if t.0 > span_us * 1000 {
+            break;
+        }
+        out.clear();
+        gw.on_timer(t, &mut out);
+        let n = out
+            .iter()
+            .filter(|p| p.dst == CLIENT && p.seg.len > 0)
+            .count();
+        sent += n;
+        most = most.max(n);
+    }
+    (sent, most)
+}
+
+/// A pacer woken late keeps to its rate with a catch-up, and loses the lateness on
+/// every segment without one (the simulator's timers are never late: its default).
+#[test]
+fn a_late_pacer_keeps_its_rate_with_a_catch_up() {
+    // 40 ms at 1040 µs a packet: 38 on schedule (the first went out with the data)
+    assert_eq!(paced(0, 0, 40_000).0, 38);
+    assert_eq!(
+        paced(2_000, 0, 40_000).0,
+        38,
+        "on time, the catch-up changes nothing"
+    );
+    // woken 300 µs late each time: 40 ms / 1340 µs without a catch-up
+    let (slow, _) = paced(0, 300, 40_000);
+    assert_eq!(slow, 29);
+    let (kept, most) = paced(2_000, 300, 40_000);
+    assert!((37..=38).contains(&kept), "{kept}");
+    assert_eq!(most, 1, "late by less than a packet: one at a time");
+    // woken 5 ms late each time: at most the catch-up's worth at once (2 ms: one
+    // on the schedule's packet, one more within the catch-up)
+    let (_, burst) = paced(2_000, 5_000, 40_000);
+    assert!((2..=3).contains(&burst), "{burst}");
+}
