@@ -50,8 +50,12 @@ CHUNK = 1 << 20
 
 # --- the endpoints (run as `gateway_tun.py _source|_sink ...` inside the namespaces) ---
 
-def source(n_flows: int) -> None:
-    """Accepts n_flows connections and sends to each as fast as it can until it closes."""
+SO_MAX_PACING_RATE = 47
+
+
+def source(n_flows: int, rate_bps: float) -> None:
+    """Accepts n_flows connections and sends to each as fast as it can (or at most
+    rate_bps in all, paced by the kernel, if > 0) until it closes."""
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((SERVER_IP, PORT))
@@ -71,6 +75,8 @@ def source(n_flows: int) -> None:
     threads = []
     for _ in range(n_flows):
         c, _ = ls.accept()
+        if rate_bps > 0:
+            c.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(rate_bps / 8 / n_flows))
         t = threading.Thread(target=send, args=(c,), daemon=True)
         t.start()
         threads.append(t)
@@ -269,7 +275,7 @@ class Bench:
     def case(self, flows: int, exe: str | None) -> dict[str, Any]:
         """One transfer of `flows` flows, through the daemon `exe` (None: without it)."""
         with_daemon = exe is not None
-        src = self.endpoint("srv", "_source", str(flows))
+        src = self.endpoint("srv", "_source", str(flows), str(self.a.source_rate))
         assert src.stdout is not None
         if src.stdout.readline().strip() != "ready":
             raise RuntimeError("the source did not start")
@@ -339,8 +345,8 @@ class Bench:
             ps = summary["path"]
             r["data_packet_bytes"] = ps["bytes_in"][0] / max(ps["packets_in"][0], 1)
             r["summary"] = {k: summary[k] for k in ("path", "gateway", "held_bytes")}
-            if "loop_" in summary:
-                r["summary"]["loop"] = summary["loop_"]
+            if "loop" in summary:
+                r["summary"]["loop"] = summary["loop"]
         return r
 
 
@@ -374,7 +380,7 @@ def row(r: dict[str, Any], all_exes: list[str]) -> str:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "_source":
-        source(int(sys.argv[2]))
+        source(int(sys.argv[2]), float(sys.argv[3]))
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "_sink":
         sink(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
@@ -387,6 +393,8 @@ def main() -> int:
     ap.add_argument("--idle", type=float, default=5.0, help="idle daemon CPU check (s; 0: skip)")
     ap.add_argument("--rate", default="10Gbps", help="the daemon's --rate (its pacing and default windows)")
     ap.add_argument("--rtt", default="1ms", help="the daemon's --rtt")
+    ap.add_argument("--source-rate", type=float, default=0,
+                    help="pace the servers' sockets at this many bit/s in all (SO_MAX_PACING_RATE; 0: no limit)")
     ap.add_argument("--daemon-cpu", type=int, default=0)
     ap.add_argument("--endpoint-cpu", type=int, default=1)
     ap.add_argument("--no-steer", dest="steer", action="store_false",
