@@ -231,7 +231,8 @@ class Bench:
     def daemon(self, exe: str) -> tuple[subprocess.Popen[str], int, list[str]]:
         p = self.spawn("gw", self.a.daemon_cpu, exe, "run", "--uplink", "gc", "--rate", self.a.rate,
                        "--rtt", self.a.rtt, "--user", "nobody", "--metrics", "127.0.0.1:9464",
-                       "--stats-interval", "3600s", "--drain", "1s", *self.a.gw_arg, stderr=subprocess.PIPE)
+                       "--stats-interval", "3600s", "--drain", "1s", *self.a.gw_arg, stderr=subprocess.PIPE,
+                       start_new_session=True)
         lines: list[str] = []
         got = threading.Event()
         assert p.stderr is not None
@@ -247,7 +248,16 @@ class Bench:
             raise RuntimeError(f"the daemon did not start: {''.join(lines)[-2000:]}")
         m = re.search(r"ready: pid (\d+)", "".join(lines))
         assert m
-        return p, int(m.group(1)), lines
+        worker = int(m.group(1))
+        if self.a.nice:
+            # With autogroup scheduling, CPU time is shared between sessions first and
+            # nice values count only within one: the daemon has a session of its own
+            # (start_new_session), whose group's nice is set here; it ends with it.
+            os.setpriority(os.PRIO_PROCESS, worker, self.a.nice)
+            group = Path(f"/proc/{worker}/autogroup")
+            if group.exists():
+                group.write_text(str(self.a.nice))
+        return p, worker, lines
 
     def stop_daemon(self, p: subprocess.Popen[str], lines: list[str]) -> dict[str, Any]:
         p.send_signal(signal.SIGTERM)
@@ -341,6 +351,9 @@ class Bench:
             r["sleeps_per_s"] = (w1["voluntary_ctxt_switches"] - w0["voluntary_ctxt_switches"]) / st
             r["preempted_per_s"] = (w1["nonvoluntary_ctxt_switches"] - w0["nonvoluntary_ctxt_switches"]) / st
             r["us_per_packet_read"] = run * 1e6 / max(r["read_pps"] * st, 1)
+            # a data packet's cost includes its share of the ACKs and everything written
+            r["us_per_data_packet"] = run * 1e6 / max(r["data_read_pps"] * st, 1)
+            r["data_pps_per_core"] = 1e6 / max(r["us_per_data_packet"], 1e-9)
             assert summary is not None
             ps = summary["path"]
             r["data_packet_bytes"] = ps["bytes_in"][0] / max(ps["packets_in"][0], 1)
@@ -351,7 +364,7 @@ class Bench:
 
 
 ROW = ("| {kind} | {flows} | {goodput_mbps:.0f} | {data} | {acks} | {written} | {size} | {cpu} | {delay} "
-       "| {us} | {drops} | {dcpu:.0%} / {ecpu:.0%} | {l0:.2f}–{l1:.2f} |")
+       "| {us} | {core} | {drops} | {dcpu:.0%} / {ecpu:.0%} | {l0:.2f}–{l1:.2f} |")
 
 
 def label(exe: str, all_exes: list[str]) -> str:
@@ -374,7 +387,8 @@ def row(r: dict[str, Any], all_exes: list[str]) -> str:
                       data=k("data_read_pps", "{:.0f}"), acks=k("acks_read_pps", "{:.0f}"),
                       written=k("written_pps", "{:.0f}"), size=k("data_packet_bytes", "{:.0f}"),
                       cpu=k("worker_cpu", "{:.0%}"), delay=k("run_delay_ms_per_s", "{:.0f}"),
-                      us=k("us_per_packet_read", "{:.2f}"), drops=k("tun_drops_ps", "{:.0f}"),
+                      us=k("us_per_data_packet", "{:.2f}"), core=k("data_pps_per_core", "{:.0f}"),
+                      drops=k("tun_drops_ps", "{:.0f}"),
                       dcpu=r["daemon_cpu_busy"], ecpu=r["endpoint_cpu_busy"], l0=r["load"][0], l1=r["load"][1])
 
 
@@ -395,6 +409,9 @@ def main() -> int:
     ap.add_argument("--rtt", default="1ms", help="the daemon's --rtt")
     ap.add_argument("--source-rate", type=float, default=0,
                     help="pace the servers' sockets at this many bit/s in all (SO_MAX_PACING_RATE; 0: no limit)")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="the daemon's nice value, and its session's autogroup's (e.g. -10: other work on its CPU "
+                    "gets less of it)")
     ap.add_argument("--daemon-cpu", type=int, default=0)
     ap.add_argument("--endpoint-cpu", type=int, default=1)
     ap.add_argument("--no-steer", dest="steer", action="store_false",
@@ -429,15 +446,19 @@ def main() -> int:
                     results.append(b.case(flows, exe))
     finally:
         b.teardown()
-    print(f"gateway daemon through TUN devices: 1500 B MTU, spoof mode, worker on CPU {a.daemon_cpu}, "
-          f"endpoints on CPU {a.endpoint_cpu}, {a.secs:g} s windows after {a.warmup:g} s; "
+    print(f"gateway daemon through TUN devices: 1500 B MTU, spoof mode (--rate {a.rate} --rtt {a.rtt}), "
+          f"worker on CPU {a.daemon_cpu}{f' at nice {a.nice}' if a.nice else ''}, endpoints on CPU {a.endpoint_cpu}"
+          f"{' (RPS: their TCP input too)' if a.steer else ', their TCP input on the writer CPU (no RPS)'}"
+          f"{f', sources paced at {a.source_rate / 1e6:g} Mbit/s' if a.source_rate else ''}; "
+          f"{a.secs:g} s windows after {a.warmup:g} s; "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     for i in idle:
         print(f"idle {label(i['exe'], b.exes)}: {i['cpu_share']:.2%} of a core, {i['wakeups_per_s']:.1f} wake-ups/s "
               f"over {i['secs']:.1f} s (load {i['load'][0]:.2f}–{i['load'][1]:.2f})")
     print("| path | flows | goodput Mbit/s | data pkts/s read | ACKs/s read | pkts/s written | data pkt B "
-          "| worker CPU | run-delay ms/s | µs CPU per pkt read | TUN drops/s | CPU busy d / e | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| worker CPU | run-delay ms/s | worker µs per data pkt | data pkts/s at 1 core | TUN drops/s "
+          "| CPU busy d / e | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(row(r, b.exes))
     if a.json:
