@@ -3,25 +3,34 @@ transfers server -> client through a router namespace, with and without the daem
 
     server ns --veth-- gw ns (the daemon, --uplink = the veth toward the client) --veth-- client ns
 
-The daemon runs in spoof mode (`--rate 10Gbps --rtt 1ms`: its windows, memory and pacing
-do not limit), its process pinned to one CPU (`--daemon-cpu`, default 0), the endpoints
-(Python sockets, 1 MiB send/recv calls) to the other (`--endpoint-cpu`, default 1).
-For each case: a warm-up, then a measured window, sampled at its two ends:
+The daemon runs in spoof mode (`--rate 10Gbps --rtt 1ms`: satellite-side link window
+5/4 x 1.25 MB, memory 4 x that, 1 MB per connection, pacing at 10 Gbit/s, so its windows
+and pacing do not limit), its process pinned to one CPU (`--daemon-cpu`, default 0), the
+endpoints (Python sockets, 1 MiB send/recv calls) to the other (`--endpoint-cpu`,
+default 1). The TCP input of the endpoints' namespaces runs on their CPU too (RPS on
+their veths): a TUN write runs the router's forward path in the writer's thread, and
+without RPS also the receiving host's whole TCP input, which a real router hands to the
+wire (`--no-steer` shows that case). For each case: a warm-up, then a measured window,
+sampled at its two ends:
 - goodput: bytes the client received in the window / its length;
-- packets through the daemon: its TUN devices' counters (/proc/WORKER/net/dev: what the
-  kernel queued for the daemon, what the daemon wrote, what the device dropped because
-  the daemon did not read in time); the mean size of the data packets from the daemon's
-  stop summary (bytes / packets read toward the client);
-- the worker thread's CPU (schedstat run time; utime + stime) and run-delay (time
-  runnable but waiting for a CPU), its context switches; each CPU's busy share
-  (/proc/stat);
+- packets through the daemon: its TUN devices' counters (/proc/WORKER/net/dev: what it
+  read, what it wrote, what a device dropped because the daemon did not read in time);
+  the mean size of the data packets from the daemon's stop summary (bytes / packets
+  read toward the client), and the gateway's resends (stop summary, whole run);
+- the worker thread's CPU (schedstat run time; also utime + stime in the JSON) and
+  run-delay (time runnable but waiting for its CPU), per data packet (its share of the
+  ACKs and of everything written included) and the data packets/s one core would move
+  at that cost; context switches; each CPU's busy share (/proc/stat); packets dropped at
+  the endpoints' CPU's input backlog (/proc/net/softnet_stat);
 - the load average (`uptime`) at the start and the end.
-The same transfer without the daemon (plain kernel forwarding) is the reference. The
-worker's CPU includes the kernel work its system calls do: a TUN write runs the
-receive path (forwarding, veth, the receiving namespace's TCP input) in its thread.
+The same transfer without the daemon (plain kernel forwarding, GSO/TSO end to end) is
+the reference. On a shared machine `--nice -10` gives the daemon its CPU: CPU time is
+shared between sessions (autogroups) first, so the daemon gets a session of its own
+whose group's nice is set (it ends with the daemon).
 
     sudo .venv/bin/python benches/gateway_tun.py [--secs 6] [--warmup 2] [--flows 1,4]
-         [--repeat 1] [--idle 5] [--perf DIR] [--json FILE]
+         [--repeat 1] [--idle 5] [--nice -10] [--rate 10Gbps] [--rtt 1ms] [--no-steer]
+         [--source-rate BPS] [--txqueuelen N] [--exe A --exe B] [--perf DIR] [--json FILE]
 
 Everything (namespaces with the daemon's rules and devices, processes) is removed at the
 end, also on failure or SIGTERM. Not root: says so and exits 0.
@@ -160,8 +169,14 @@ def thread_sample(pid: int) -> dict[str, Any]:
             "slices": slices, **ctx, "devs": devs}
 
 
+def backlog_drops() -> list[int]:
+    """Per CPU: packets dropped because its input backlog was full (/proc/net/softnet_stat)."""
+    return [int(line.split()[1], 16) for line in Path("/proc/net/softnet_stat").read_text().splitlines()]
+
+
 def sample(worker: int | None) -> dict[str, Any]:
-    s: dict[str, Any] = {"t": time.monotonic(), "cpus": cpu_times(), "load": os.getloadavg()}
+    s: dict[str, Any] = {"t": time.monotonic(), "cpus": cpu_times(), "load": os.getloadavg(),
+                         "backlog_drops": backlog_drops()}
     if worker is not None:
         s["worker"] = thread_sample(worker)
     return s
@@ -249,6 +264,10 @@ class Bench:
         m = re.search(r"ready: pid (\d+)", "".join(lines))
         assert m
         worker = int(m.group(1))
+        if self.a.txqueuelen:
+            # an experiment: the daemon leaves its devices' queue at the kernel's 500
+            for dev in ("lpgwc", "lpgws"):
+                sh("ip", "-n", self.ns["gw"], "link", "set", dev, "txqueuelen", str(self.a.txqueuelen))
         if self.a.nice:
             # With autogroup scheduling, CPU time is shared between sessions first and
             # nice values count only within one: the daemon has a session of its own
@@ -304,8 +323,8 @@ class Bench:
                 samples.append(sample(worker))
                 _, t, b = line.split()
                 marks.append((float(t), int(b)))
-                if len(marks) == 1 and self.a.perf and worker is not None:
-                    out = Path(self.a.perf) / f"gw-{flows}flows.data"
+                if len(marks) == 1 and self.a.perf and worker is not None and exe is not None:
+                    out = Path(self.a.perf) / f"gw{self.exes.index(exe)}-{flows}flows.data"
                     out.parent.mkdir(parents=True, exist_ok=True)
                     # on the endpoints' CPU: perf takes none of the worker's
                     perf = subprocess.Popen(["taskset", "-c", str(self.a.endpoint_cpu), "perf", "record", "-q",
@@ -326,6 +345,8 @@ class Bench:
                              "goodput_mbps": (marks[1][1] - marks[0][1]) * 8 / dt / 1e6,
                              "load": [round(s0["load"][0], 2), round(s1["load"][0], 2)]}
         st = s1["t"] - s0["t"]
+        cpu_e = self.a.endpoint_cpu
+        r["backlog_drops_ps"] = (s1["backlog_drops"][cpu_e] - s0["backlog_drops"][cpu_e]) / st
         for key, cpu in (("daemon_cpu_busy", self.a.daemon_cpu), ("endpoint_cpu_busy", self.a.endpoint_cpu)):
             b0, t0 = s0["cpus"][f"cpu{cpu}"]
             b1, t1 = s1["cpus"][f"cpu{cpu}"]
@@ -358,13 +379,14 @@ class Bench:
             ps = summary["path"]
             r["data_packet_bytes"] = ps["bytes_in"][0] / max(ps["packets_in"][0], 1)
             r["summary"] = {k: summary[k] for k in ("path", "gateway", "held_bytes")}
+            r["resent_total"] = summary["gateway"]["segments_resent"]
             if "loop" in summary:
                 r["summary"]["loop"] = summary["loop"]
         return r
 
 
 ROW = ("| {kind} | {flows} | {goodput_mbps:.0f} | {data} | {acks} | {written} | {size} | {cpu} | {delay} "
-       "| {us} | {core} | {drops} | {dcpu:.0%} / {ecpu:.0%} | {l0:.2f}–{l1:.2f} |")
+       "| {us} | {core} | {drops} / {backlog:.0f} / {resent} | {dcpu:.0%} / {ecpu:.0%} | {l0:.2f}–{l1:.2f} |")
 
 
 def label(exe: str, all_exes: list[str]) -> str:
@@ -388,7 +410,8 @@ def row(r: dict[str, Any], all_exes: list[str]) -> str:
                       written=k("written_pps", "{:.0f}"), size=k("data_packet_bytes", "{:.0f}"),
                       cpu=k("worker_cpu", "{:.0%}"), delay=k("run_delay_ms_per_s", "{:.0f}"),
                       us=k("us_per_data_packet", "{:.2f}"), core=k("data_pps_per_core", "{:.0f}"),
-                      drops=k("tun_drops_ps", "{:.0f}"),
+                      drops=k("tun_drops_ps", "{:.0f}"), backlog=r["backlog_drops_ps"],
+                      resent=k("resent_total", "{}"),
                       dcpu=r["daemon_cpu_busy"], ecpu=r["endpoint_cpu_busy"], l0=r["load"][0], l1=r["load"][1])
 
 
@@ -412,6 +435,8 @@ def main() -> int:
     ap.add_argument("--nice", type=int, default=0,
                     help="the daemon's nice value, and its session's autogroup's (e.g. -10: other work on its CPU "
                     "gets less of it)")
+    ap.add_argument("--txqueuelen", type=int, default=0,
+                    help="set the daemon's TUN devices' queue to this many packets once it runs (0: leave it)")
     ap.add_argument("--daemon-cpu", type=int, default=0)
     ap.add_argument("--endpoint-cpu", type=int, default=1)
     ap.add_argument("--no-steer", dest="steer", action="store_false",
@@ -456,8 +481,8 @@ def main() -> int:
         print(f"idle {label(i['exe'], b.exes)}: {i['cpu_share']:.2%} of a core, {i['wakeups_per_s']:.1f} wake-ups/s "
               f"over {i['secs']:.1f} s (load {i['load'][0]:.2f}–{i['load'][1]:.2f})")
     print("| path | flows | goodput Mbit/s | data pkts/s read | ACKs/s read | pkts/s written | data pkt B "
-          "| worker CPU | run-delay ms/s | worker µs per data pkt | data pkts/s at 1 core | TUN drops/s "
-          "| CPU busy d / e | load |")
+          "| worker CPU | run-delay ms/s | worker µs per data pkt | data pkts/s at 1 core "
+          "| drops/s TUN / backlog, resent | CPU busy d / e | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(row(r, b.exes))
