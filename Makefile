@@ -77,6 +77,8 @@ bench: setup ## speed figures for BENCHMARKS.md
 	$(PY) benches/cli_startup.py
 	@if [ "$$(id -u)" = 0 ]; then target/release/longpipe-emu selftest; \
 	else echo "longpipe emu --selftest needs root: skipped"; fi
+	@if [ "$$(id -u)" = 0 ]; then $(PY) benches/gateway_tun.py --nice -10; \
+	else echo "benches/gateway_tun.py (the gateway daemon through TUN devices) needs root: skipped"; fi
 
 MUTANTS_FILES ?= crates/longpipe-core/src/tcp/**/*.rs
 mutants: ## mutation testing of tcp/ (cargo-mutants; hours): survivors in mutants.out/missed.txt

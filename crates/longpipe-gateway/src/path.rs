@@ -88,6 +88,17 @@ pub struct PathStats {
     pub dev_dropped: [u64; 2],
 }
 
+impl PathStats {
+    /// A packet counted as written to device `d` (`len` bytes) whose write, done
+    /// later by the caller, failed.
+    pub fn unwritten(&mut self, d: usize, len: usize) {
+        let d = d.min(1);
+        self.packets_out[d] = self.packets_out[d].saturating_sub(1);
+        self.bytes_out[d] = self.bytes_out[d].saturating_sub(len as u64);
+        self.write_errors += 1;
+    }
+}
+
 pub struct PacketPath {
     pub gw: Gateway<RawPkt>,
     pub stats: PathStats,
