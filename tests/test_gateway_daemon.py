@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -76,6 +77,26 @@ def emu_namespaces(pid: int, timeout: float = 30) -> list[str]:
                 return list(d["netns"])
         time.sleep(0.05)
     raise AssertionError("the emulation's namespaces did not appear")
+
+
+class Drain:
+    """Reads the rest of a pipe in a thread, so that a process writing more than the
+    pipe holds (a daemon reporting many errors) never blocks on it; `text()` after the
+    process has ended."""
+
+    def __init__(self, stream: Any) -> None:
+        self.lines: list[str] = []
+        self.thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _run(self, stream: Any) -> None:
+        with stream:
+            for line in stream:
+                self.lines.append(line)
+
+    def text(self, timeout: float = 10) -> str:
+        self.thread.join(timeout)
+        return "".join(self.lines)
 
 
 def read_until(p: subprocess.Popen[str], pattern: str, timeout: float) -> str:
@@ -200,6 +221,7 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
                  "--user", "nobody", "--stats-interval", "2s", "--drain", "2s", *gw_args],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             ready = read_until(gw, r"ready: pid \d+", 30)
+            gw_err = Drain(gw.stderr)
             pid = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
             found["ready"] = ready
             found["pid"] = pid
@@ -237,10 +259,13 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
             st = Path(f"/proc/{found['pid']}/status").read_text()
             found["rss_peak_kb"] = int(re.search(r"^VmHWM:\s+(\d+) kB", st, re.M).group(1))  # type: ignore[union-attr]
             gw.send_signal(signal.SIGTERM)
-            out, err = gw.communicate(timeout=30)
+            gw.wait(timeout=30)  # not communicate(): stderr is the drain's
+            assert gw.stdout is not None
+            with gw.stdout:
+                out = gw.stdout.read()
             found["exit"] = gw.returncode
             found["summary"] = json.loads(out.strip().splitlines()[-1])
-            found["stderr"] = err
+            found["stderr"] = gw_err.text()
             found["rules_after"] = in_ns(gw_ns, "ip", "rule", "show").stdout
             found["nft_after"] = in_ns(gw_ns, "nft", "list", "ruleset").stdout if shutil.which("nft") else ""
             found["links_after"] = in_ns(gw_ns, "ip", "-o", "link", "show").stdout
