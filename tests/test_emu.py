@@ -72,6 +72,11 @@ def test_flows_give_the_simulators_fields_a_capture_and_the_links_rate(tmp_path,
     assert fwd["packets"] >= 300_000 // 1460 and fwd["bytes"] >= 300_000
     assert rev["packets"] > 0 and r["emu"]["linux_cc"] == ["reno"]
     assert r["emu"]["ferry"]["packets_written"] > 0 and not r["interrupted"]
+    # the kernel's drops at each end's device, outside the emulated link: none (its queue
+    # holds 20 000 packets, the whole transfer is about 210)
+    assert r["emu"]["device_dropped"] == [
+        {"node": "server", "link": 0, "dev": "lpl0", "tx": 0, "rx": 0},
+        {"node": "client", "link": 0, "dev": "lpl0", "tx": 0, "rx": 0}]
     # the capture on the server's device: its SYN first, then data both ways
     pcap = tmp_path / "o" / "server-client.pcap"
     lines = subprocess.run([tshark, "-r", pcap, "-T", "fields", "-e", "ip.src", "-e", "tcp.flags.syn"],
@@ -113,6 +118,14 @@ def test_command_runs_unprivileged_in_the_client_namespace(tmp_path):
     assert float(words[1]) >= 0.1, "the connect takes one RTT of 2 x 50 ms"
     assert words[3] != "0", "not root"
     assert "server->client" in p.stderr
+
+
+def test_the_hosts_devices_queue_more_than_linuxs_default(tmp_path):
+    # a TUN device drops what does not fit in its queue, out of the emulated link's
+    # counters: the emulator makes it 20 000 packets (Linux: 500)
+    p = emu(write(tmp_path, path_sc()), "--", "ip", "-j", "link", "show", "dev", "lpl0")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)[0]["txqlen"] == 20_000
 
 
 def test_bad_input_is_one_line_and_sets_up_nothing(tmp_path):

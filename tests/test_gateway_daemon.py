@@ -144,20 +144,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def emu_devices(ns: str) -> list[str]:
-    """The emulation's devices in namespace `ns` (lpl0, lpl1, ...)."""
-    return re.findall(r"^\d+: (lpl\d+)[:@]", in_ns(ns, "ip", "-o", "link", "show").stdout, re.M)
-
-
-def tx_dropped(ns: str) -> dict[str, int]:
-    """The transmit drops of the devices in namespace `ns` (/proc/net/dev)."""
-    out = {}
-    for line in in_ns(ns, "cat", "/proc/net/dev").stdout.splitlines()[2:]:
-        name, rest = line.split(":", 1)
-        out[name.strip()] = int(rest.split()[11])
-    return out
-
-
 def children(pid: int, arg: str) -> list[int]:
     """The processes whose parent is `pid` and whose command line has `arg`."""
     out = []
@@ -176,18 +162,16 @@ Hook = Callable[[dict[str, Any], dict[str, str]], None]
 
 def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[str], gateway: str | None,
                   scenario: dict[str, Any], gw_args: tuple[str, ...] = (), wait_s: float = 240,
-                  during: Hook | None = None, after: Hook | None = None,
-                  host_queue: int | None = None) -> dict[str, Any]:
+                  during: Hook | None = None, after: Hook | None = None) -> dict[str, Any]:
     """One run of the chain: `files` (from gateway_e2e/) copied to `work` (shared with the
     unprivileged ends), `server` spawned in the server's namespace and `client` run in the
     client's by `longpipe emu` on `scenario`; with `gateway` ("spoof" or "split") the
     daemon runs in the gateway's namespace in that mode (`gw_args` added). The client
     starts at WORK/go and writes WORK/result.json; `during(found, ns)` is called while it
     runs, `after(found, ns)` once it wrote its result, before the daemon stops (`ns`: the
-    namespaces by node). `host_queue`: the queue (txqueuelen, packets) of the emulated
-    hosts' devices, Linux's 500 if None. Returns the client's result, the daemon's
-    findings and the transmit drops of the emulation's devices by node; nothing is left
-    behind, even on failure."""
+    namespaces by node). Returns the client's result, the daemon's findings and the
+    emulator's result (with the drops at its devices, `emu.device_dropped`); nothing is
+    left behind, even on failure."""
     work.mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o777)
     for f in files:
@@ -209,11 +193,6 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
         while "10.0.0.3" not in in_ns(gw_ns, "ip", "-4", "route", "show", "dev", "lpl1").stdout:
             assert time.monotonic() < t, "the emulation's routes did not appear"
             time.sleep(0.05)
-        if host_queue is not None:
-            for n in ns.values():
-                for dev in emu_devices(n):
-                    q = in_ns(n, "ip", "link", "set", "dev", dev, "txqueuelen", str(host_queue))
-                    assert q.returncode == 0, q.stderr
         if gateway:
             gw = subprocess.Popen(
                 ["ip", "netns", "exec", gw_ns, gateway_binary(), "run", "--mode", gateway, "--uplink", "lpl1",
@@ -269,10 +248,6 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
             found["rules_after"] = in_ns(gw_ns, "ip", "rule", "show").stdout
             found["nft_after"] = in_ns(gw_ns, "nft", "list", "ruleset").stdout if shutil.which("nft") else ""
             found["links_after"] = in_ns(gw_ns, "ip", "-o", "link", "show").stdout
-        # drops at the emulated hosts' devices, before the emulated links (the kernel's:
-        # the emulator's report does not see them)
-        found["host_dropped"] = {node: {d: v for d, v in tx_dropped(n).items() if d in emu_devices(n)}
-                                 for node, n in ns.items()}
         # the emulator's CPU time: its own and its ferry's (a process of its own)
         found["emu_cpu_s"] = cpu_seconds(emu.pid) + sum(map(cpu_seconds, children(emu.pid, "__ferry")))
         (work / "done").touch()
@@ -518,11 +493,6 @@ def test_split_mode_set_up_is_removed_by_cleanup_after_a_kill_and_nothing_else()
 # the last download ended after 28 s (docs/notes/gateway-daemon.md, "1000 concurrent
 # connections").
 LOAD_N, LOAD_SIZE, LOAD_RATE, LOAD_TERRESTRIAL = 1000, 64_000, "50Mbps", "1Gbps"
-# The emulated hosts' device queues: a TUN device drops what does not fit in its queue
-# (Linux's default 500 packets) without pushing back on TCP as a NIC's qdisc does, so the
-# servers' first windows (1000 × 10 segments at once) were lost at the server's own
-# device; as the daemon's devices (--dev-queue), room for twice that
-LOAD_HOST_QUEUE = 20_000
 LOAD_FILES = ("loadgen.py", "load_server.py", "load_client.py")
 sys.path.insert(0, str(HERE))
 import loadgen  # noqa: E402
@@ -583,8 +553,7 @@ def load(work: Path, gateway: str | None, gw_args: tuple[str, ...] = ()) -> dict
         return through_chain(
             work, LOAD_FILES, f"{py} {work}/load_server.py {PORT} {LOAD_SIZE} {work}",
             [py, f"{work}/load_client.py", str(work), "10.0.0.1", str(PORT), str(LOAD_N), str(LOAD_SIZE), "45"],
-            gateway, chain(1e-7, LOAD_RATE, LOAD_TERRESTRIAL), gw_args, wait_s=60, after=after,
-            host_queue=LOAD_HOST_QUEUE)
+            gateway, chain(1e-7, LOAD_RATE, LOAD_TERRESTRIAL), gw_args, wait_s=60, after=after)
 
 
 @needs_root
@@ -607,7 +576,8 @@ def test_a_thousand_concurrent_downloads_through_the_daemon_all_complete_intact(
     # the harness is not the limit: no SYN dropped at the server's listener, nothing at
     # the emulated hosts' devices
     assert found["tcp_server"]["ListenOverflows"] == 0 and found["tcp_server"]["ListenDrops"] == 0
-    assert all(v == 0 for d in found["host_dropped"].values() for v in d.values()), found["host_dropped"]
+    drops = found["emu"]["emu"]["device_dropped"]
+    assert len(drops) == 4 and all(d["tx"] == d["rx"] == 0 for d in drops), drops
     # all at once: at the client (between connected and end of file) and in the daemon
     at_once = most_at_once([(r["connected_s"], r["eof_s"]) for r in conns])
     assert at_once == c["max_open"] == LOAD_N, (at_once, c["max_open"])

@@ -518,10 +518,25 @@ fn run_emulation(
             "the ferry process gave no result ({st})"
         )));
     };
-    let v: serde_json::Value = serde_json::from_str(&result)?;
+    let mut v: serde_json::Value = serde_json::from_str(&result)?;
     if v.get("interrupted").and_then(|x| x.as_bool()) == Some(true) {
         interrupted = true;
     }
+    // what the kernel dropped at the TUN devices, outside the emulated links
+    let mut drops = Vec::new();
+    for (li, l) in sc.links.iter().enumerate() {
+        for end in [l.a, l.b] {
+            let dev = netns::dev_name(li);
+            let (tx, rx) = netns::device_drops(&setup.ns[end], &dev).unwrap_or((0, 0));
+            drops.push(serde_json::json!({
+                "node": sc.nodes[end].name, "link": li, "dev": dev, "tx": tx, "rx": rx,
+            }));
+        }
+    }
+    if let Some(e) = v.get_mut("emu") {
+        e["device_dropped"] = serde_json::Value::Array(drops);
+    }
+    let result = serde_json::to_string(&v)?;
     match &a.result {
         Some(p) => fs::write(p, result + "\n")
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?,
