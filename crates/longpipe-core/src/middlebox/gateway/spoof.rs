@@ -29,6 +29,13 @@
 //! (held data + the window it advertised) never grows past its fair share of memory
 //! or what is free.
 //!
+//! Timestamps (RFC 7323): when both SYNs carry the option, every segment must carry it
+//! (§3.2), spoofed ACKs included: TSval is the newest the client has sent (never older
+//! than what the server has seen from it, so PAWS at the server accepts it), TSecr the
+//! TSval of the last in-order segment from the server (§4.3: the segment that advanced
+//! the acknowledgement; a duplicate ACK for out-of-order data echoes it too). The
+//! server then measures the RTT to the gateway, as it does from the ACKs' times.
+//!
 //! Sequence numbers: kept relative to each side's ISN (learned from its SYN) in 64 bits
 //! ([`SeqSpace`]). Windows (RFC 7323): the gateway speaks for the client toward the
 //! server, so it rewrites the window-scale option of the client's SYN to a shift large
@@ -97,6 +104,30 @@ impl MemShare {
 struct Side {
     space: Option<SeqSpace>,
     wscale: Option<u8>,
+    /// Its SYN carried the timestamps option.
+    ts: bool,
+}
+
+/// RFC 7323 timestamps for the spoofed ACKs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamps {
+    /// The newest TSval the client sent (serial-number order).
+    client: Option<u32>,
+    /// TSval of the last in-order segment from the server (`TS.Recent`).
+    recent: Option<u32>,
+}
+
+impl Stamps {
+    /// Records a TSval from the client; the newest is kept (RFC 7323 §5.2 ordering:
+    /// `a` is newer than `b` if `a − b` is positive as a 32-bit signed number).
+    fn client_sent(&mut self, tsval: u32) {
+        if self
+            .client
+            .is_none_or(|c| (tsval.wrapping_sub(c) as i32) > 0)
+        {
+            self.client = Some(tsval);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -128,6 +159,8 @@ pub struct Conn<P = Packet> {
     next_send_at: SimTime,
     /// Client's next sequence number (relative; for the spoofed ACKs' seq field).
     client_seq: u64,
+    /// RFC 7323 timestamps for the spoofed ACKs (used when both SYNs had the option).
+    stamps: Stamps,
     fin_seen: bool,
     /// The client's FIN passed, and the client acknowledged the server's FIN.
     client_fin: bool,
@@ -186,6 +219,7 @@ impl<P: GwPacket> Conn<P> {
             rto_at: None,
             next_send_at: SimTime::ZERO,
             client_seq: 1,
+            stamps: Stamps::default(),
             fin_seen: false,
             client_fin: false,
             fin_acked: false,
@@ -369,7 +403,7 @@ impl<P: GwPacket> Conn<P> {
         let wire = (free >> shift).min(65_535);
         self.edge = self.edge.max(self.rcv_nxt + (wire << shift));
         let (server, server_port, client, client_port) = self.key;
-        let seg = Segment {
+        let mut seg = Segment {
             sport: client_port,
             dport: server_port,
             seq: self.client.space.map_or(0, |s| s.to_wire(self.client_seq)),
@@ -378,6 +412,12 @@ impl<P: GwPacket> Conn<P> {
             window: wire as u16,
             ..Default::default()
         };
+        if self.client.ts && self.server.ts {
+            seg.opts.timestamps = Some((
+                self.stamps.client.unwrap_or(0),
+                self.stamps.recent.unwrap_or(0),
+            ));
+        }
         self.syn_acked = true;
         P::made(Packet::new(now, client, server, seg))
     }
@@ -402,7 +442,13 @@ impl<P: GwPacket> Conn<P> {
             let side = Side {
                 space: Some(SeqSpace::new(h.seg.seq)),
                 wscale: h.seg.opts.wscale,
+                ts: h.seg.opts.timestamps.is_some(),
             };
+            match (dir, h.seg.opts.timestamps) {
+                (Dir::ToServer, Some((v, _))) => self.stamps.client_sent(v),
+                (Dir::ToClient, Some((v, _))) => self.stamps.recent = Some(v),
+                _ => {}
+            }
             let seg = &h.seg;
             match dir {
                 Dir::ToClient => {
@@ -463,6 +509,9 @@ impl<P: GwPacket> Conn<P> {
             }
             Dir::ToServer => {
                 let (flags, len) = (seg.flags, seg.len);
+                if let Some((v, _)) = seg.opts.timestamps {
+                    self.stamps.client_sent(v);
+                }
                 if let Some(space) = self.client.space {
                     let end = space.to_rel(seg.seq, self.client_seq) + len as u64;
                     self.client_seq = self.client_seq.max(end);
@@ -526,6 +575,9 @@ impl<P: GwPacket> Conn<P> {
             }
             self.rcv_nxt = seq + len;
             self.held_bytes += len;
+            if let Some((v, _)) = seg.opts.timestamps {
+                self.stamps.recent = Some(v); // RFC 7323 §4.3: it advanced rcv_nxt
+            }
             st.max_buffer_bytes.update(self.held_bytes);
             if fin {
                 self.fin_seen = true;
@@ -537,6 +589,9 @@ impl<P: GwPacket> Conn<P> {
         } else if seg.len == 0 && fin && seq == self.rcv_nxt {
             // a bare FIN: forward in sequence (kept so that it is resent if lost)
             self.fin_seen = true;
+            if let Some((v, _)) = seg.opts.timestamps {
+                self.stamps.recent = Some(v);
+            }
             self.hold(seq, pkt, seq_len);
         } else {
             // out of order or duplicate: a duplicate spoofed ACK, data not kept

@@ -541,3 +541,75 @@ fn a_late_pacer_keeps_its_rate_with_a_catch_up() {
     let (_, burst) = paced(2_000, 5_000, 40_000);
     assert!((2..=3).contains(&burst), "{burst}");
 }
+
+/// `p` with the timestamps option (TSval, TSecr).
+fn stamped(mut p: Packet, tsval: u32, tsecr: u32) -> Packet {
+    p.seg.opts.timestamps = Some((tsval, tsecr));
+    p.size = 40 + p.seg.opts.encoded_len() + p.seg.len;
+    p
+}
+
+/// The spoofed ACKs' timestamps (RFC 7323) when both SYNs carry the option, or none.
+fn spoofed_stamps(server_ts: bool) -> Vec<Option<(u32, u32)>> {
+    let mut gw = Gateway::new(cfg(r#""buffer":"1MB","shared":false"#), UP);
+    let (c_isn, s_isn) = (7_000u32, 90_000u32);
+    let mut out = vec![];
+    // the client's clock is about to wrap
+    let c0 = u32::MAX - 1;
+    gw.on_packet(
+        SimTime(0),
+        Dir::ToServer,
+        stamped(syn(false, 40_000, c_isn, 0, Some(2)), c0, 0),
+        &mut out,
+    );
+    let synack = syn(true, 40_000, s_isn, c_isn + 1, Some(2));
+    let synack = if server_ts {
+        stamped(synack, 5_000, c0)
+    } else {
+        synack
+    };
+    gw.on_packet(SimTime(1), Dir::ToClient, synack, &mut out);
+    // the handshake's last ACK, one tick later (past the wrap)
+    let ack = pkt(false, 40_000, ACK, c_isn + 1, s_isn + 1, 0);
+    gw.on_packet(SimTime(2), Dir::ToServer, stamped(ack, 0, 5_000), &mut out);
+    let data = |k: u32, tsval: u32| {
+        stamped(
+            pkt(true, 40_000, ACK, s_isn + 1 + 1000 * k, c_isn + 1, 1000),
+            tsval,
+            0,
+        )
+    };
+    out.clear();
+    gw.on_packet(SimTime(10), Dir::ToClient, data(0, 5_001), &mut out);
+    gw.on_packet(SimTime(11), Dir::ToClient, data(1, 5_002), &mut out);
+    // a client ACK with a newer clock, then a reordered one with an older clock
+    let cack = |t: u32| {
+        stamped(
+            pkt(false, 40_000, ACK, c_isn + 1, s_isn + 1001, 0),
+            t,
+            5_001,
+        )
+    };
+    gw.on_packet(SimTime(12), Dir::ToServer, cack(7), &mut out);
+    gw.on_packet(SimTime(13), Dir::ToServer, cack(3), &mut out);
+    // segment 3 before segment 2: a duplicate spoofed ACK
+    gw.on_packet(SimTime(14), Dir::ToClient, data(3, 5_009), &mut out);
+    out.iter()
+        .filter(|p| p.src == CLIENT && p.seg.flags == ACK && p.seg.len == 0)
+        .map(|p| p.seg.opts.timestamps)
+        .collect()
+}
+
+#[test]
+fn spoofed_acks_carry_timestamps_when_both_syns_had_them() {
+    // RFC 7323 §3.2: once negotiated, every segment carries TSopt. TSval: the client's
+    // newest (its clock wrapped: 0 is newer than 2^32 − 2; the reordered 3 is older than
+    // 7); TSecr: the TSval of the server segment that advanced the acknowledgement — the
+    // duplicate ACK for out-of-order data echoes the last in-order one, not its own.
+    assert_eq!(
+        spoofed_stamps(true),
+        vec![Some((0, 5_001)), Some((0, 5_002)), Some((7, 5_002))]
+    );
+    // the server's SYN-ACK without the option: no timestamps at all
+    assert_eq!(spoofed_stamps(false), vec![None, None, None]);
+}
