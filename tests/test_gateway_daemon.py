@@ -350,6 +350,14 @@ def test_the_daemon_accelerates_a_real_download_tenfold_with_every_byte_intact(s
     assert rate_gw >= 10 * rate_base
 
 
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["run", "--uplink", "lo", "-h"], ["cleanup", "--help"]])
+def test_the_binary_prints_its_usage_on_help(args: list[str]) -> None:
+    p = subprocess.run([gateway_binary(), *args], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout.startswith("usage: longpipe-gateway run --uplink IF") and "cleanup" in p.stdout
+
+
 @pytest.mark.parametrize("args, expected", [
     (["run", "--rate", "1Mbps", "--rtt", "1s"], "error: run: --uplink IF is required"),
     (["run", "--uplink", "lo", "--rate", "1Mbps"], "error: run: --rate and --rtt are required"),

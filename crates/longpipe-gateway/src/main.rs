@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let wants_help = args.iter().any(|a| a == "--help" || a == "-h");
     let code = match args.first().map(String::as_str) {
+        Some("run" | "cleanup") if wants_help => help(),
         Some("run") => match opts::parse(&args[1..], false) {
             Ok(o) => cmd_run(o),
             Err(e) => bad(e),
@@ -36,14 +38,17 @@ fn main() {
             Err(e) => bad(e),
         },
         Some("__worker") => worker_main(),
-        Some("--help" | "-h") => {
-            // a closed pipe (| head) is not an error
-            let _ = writeln!(io::stdout(), "{USAGE}");
-            0
-        }
+        Some("--help" | "-h") => help(),
         _ => bad(format!("expected a command\n{USAGE}")),
     };
     std::process::exit(code);
+}
+
+/// The usage on stdout, status 0 (`longpipe-gateway [run|cleanup] --help`).
+fn help() -> i32 {
+    // a closed pipe (| head) is not an error
+    let _ = writeln!(io::stdout(), "{USAGE}");
+    0
 }
 
 fn bad(msg: impl std::fmt::Display) -> i32 {
