@@ -182,6 +182,12 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
         &[("", g.dropped_buffer_full as f64)],
     );
     metric(
+        "out_of_order_held_total",
+        "counter",
+        "Server segments received beyond a hole and kept until it was filled.",
+        &[("", g.out_of_order_held as f64)],
+    );
+    metric(
         "satellite_bytes_sent_total",
         "counter",
         "Payload bytes sent toward clients (first sends and resends).",

@@ -366,6 +366,8 @@ crate::counters! {
         pub client_overruns: u64,
         pub max_buffer_bytes: Peak,
         pub dropped_buffer_full: u64,
+        /// Server segments received beyond a hole and kept until it was filled.
+        pub out_of_order_held: u64,
         pub failed: Last<bool>,
         /// Bytes the server considered acknowledged that were lost with the gateway.
         pub lost_on_failure_bytes: u64,

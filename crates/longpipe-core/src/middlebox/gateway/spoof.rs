@@ -11,8 +11,12 @@
 //!
 //! The FIN travels in sequence through the buffer and is not spoofed: the client's ACK
 //! of it, and the client's own FIN, pass to the server. Out-of-order data from the
-//! server is dropped with a duplicate spoofed ACK (the server repairs it over the short
-//! terrestrial path).
+//! server (a loss or reordering on the terrestrial path) is kept, as a receiver keeps
+//! it, if it lies within the window already promised to the server and the buffer has
+//! room; it is answered with a duplicate spoofed ACK — with SACK blocks when both SYNs
+//! offered SACK (RFC 2018: the block of the segment just received first) — and joins
+//! the in-order data, acknowledged then, when the hole is filled. (Before 2026-11-26 it
+//! was dropped, and a server without SACK lost its whole window behind each hole.)
 //!
 //! Shared mode (`shared = true`, the default; docs/notes/gateway-sharing.md): the
 //! gateway, not the connection, decides when to send ([`super::Gateway`] paces one
@@ -54,6 +58,7 @@ use crate::tcp::receiver::window_shift;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::seq::SeqSpace;
 use crate::time::{SimDuration, SimTime};
+use crate::wire::SackBlocks;
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone)]
@@ -106,6 +111,8 @@ struct Side {
     wscale: Option<u8>,
     /// Its SYN carried the timestamps option.
     ts: bool,
+    /// Its SYN carried SACK-permitted.
+    sack: bool,
 }
 
 /// RFC 7323 timestamps for the spoofed ACKs.
@@ -115,16 +122,22 @@ struct Stamps {
     client: Option<u32>,
     /// TSval of the last in-order segment from the server (`TS.Recent`).
     recent: Option<u32>,
+    /// The newest TSval among the segments held for the client, in sequence order:
+    /// the data goes on toward the client with TSvals that never decrease along the
+    /// sequence (see [`Conn::accept_in_order`]).
+    forward: Option<u32>,
+}
+
+/// `a` is newer than `b` (RFC 7323 §5.2: `a − b` positive as a 32-bit signed number).
+fn newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
 }
 
 impl Stamps {
     /// Records a TSval from the client; the newest is kept (RFC 7323 §5.2 ordering:
     /// `a` is newer than `b` if `a − b` is positive as a 32-bit signed number).
     fn client_sent(&mut self, tsval: u32) {
-        if self
-            .client
-            .is_none_or(|c| (tsval.wrapping_sub(c) as i32) > 0)
-        {
+        if self.client.is_none_or(|c| newer(tsval, c)) {
             self.client = Some(tsval);
         }
     }
@@ -145,6 +158,12 @@ pub struct Conn<P = Packet> {
     /// Segments held, keyed by relative sequence number, [client_una, rcv_nxt).
     held: BTreeMap<u64, Held<P>>,
     held_bytes: u64,
+    /// Server segments received beyond a hole, keyed by relative sequence number, all
+    /// above `rcv_nxt` and within the promised window: (packet, sequence space).
+    ooo: BTreeMap<u64, (P, u64)>,
+    ooo_bytes: u64,
+    /// The out-of-order segment received last (its SACK block goes first).
+    last_ooo: Option<u64>,
     /// Client's cumulative ACK and advertised window (bytes).
     client_una: u64,
     client_wnd: u64,
@@ -209,6 +228,9 @@ impl<P: GwPacket> Conn<P> {
             rcv_nxt: 1,
             held: BTreeMap::new(),
             held_bytes: 0,
+            ooo: BTreeMap::new(),
+            ooo_bytes: 0,
+            last_ooo: None,
             client_una: 1,
             client_wnd: 536,
             snd_nxt: 1,
@@ -418,6 +440,10 @@ impl<P: GwPacket> Conn<P> {
                 self.stamps.recent.unwrap_or(0),
             ));
         }
+        if self.client.sack && self.server.sack && !self.ooo.is_empty() {
+            let most = if seg.opts.timestamps.is_some() { 3 } else { 4 };
+            seg.opts.sack = Some(Box::new(self.sack_blocks(most)));
+        }
         self.syn_acked = true;
         P::made(Packet::new(now, client, server, seg))
     }
@@ -443,6 +469,7 @@ impl<P: GwPacket> Conn<P> {
                 space: Some(SeqSpace::new(h.seg.seq)),
                 wscale: h.seg.opts.wscale,
                 ts: h.seg.opts.timestamps.is_some(),
+                sack: h.seg.opts.sack_permitted,
             };
             match (dir, h.seg.opts.timestamps) {
                 (Dir::ToServer, Some((v, _))) => self.stamps.client_sent(v),
@@ -544,6 +571,86 @@ impl<P: GwPacket> Conn<P> {
         self.held.insert(seq, Held::new(pkt, seq_len));
     }
 
+    /// The out-of-order data as at most `most` SACK blocks in the server's sequence
+    /// numbers (RFC 2018 §4: the block holding the segment received last first, then
+    /// the others from the highest down).
+    fn sack_blocks(&self, most: usize) -> SackBlocks {
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for (&q, (p, _)) in &self.ooo {
+            let end = q + p.hdr().seg.len as u64;
+            match runs.last_mut() {
+                Some(r) if q <= r.1 => r.1 = r.1.max(end),
+                _ => runs.push((q, end)),
+            }
+        }
+        runs.reverse();
+        if let Some(k) = self
+            .last_ooo
+            .and_then(|l| runs.iter().position(|r| r.0 <= l && l < r.1))
+        {
+            let r = runs.remove(k);
+            runs.insert(0, r);
+        }
+        let Some(space) = self.server.space else {
+            return SackBlocks::default();
+        };
+        let wire: Vec<(u32, u32)> = runs
+            .iter()
+            .take(most)
+            .map(|&(a, b)| (space.to_wire(a), space.to_wire(b)))
+            .collect();
+        SackBlocks::from_slice(&wire)
+    }
+
+    /// Whether `len` more bytes fit in the connection's buffer beside what it holds.
+    fn room(&self, cfg: &GatewayConfig, len: u64) -> bool {
+        self.held_bytes + self.ooo_bytes + len <= cfg.buffer
+    }
+
+    /// Takes the segment that filled `rcv_nxt` into the held data, then the out-of-order
+    /// segments that now follow it in sequence; a stale or overlapping one is dropped
+    /// (the server will resend what the next ACK does not cover).
+    ///
+    /// Timestamps: the client applies PAWS (RFC 7323 §5) to what the gateway sends it,
+    /// in sequence order, but the segments that waited behind a hole carry older TSvals
+    /// than the server's resend that filled it; sent as they are, after the resend, the
+    /// client drops them as old duplicates, again at every resend (seen with Linux: the
+    /// transfer stalled). So a held segment whose TSval is older than one before it in
+    /// sequence carries that one's instead. (Only the client sees these TSvals; its
+    /// echoes come back to the gateway, which absorbs them.)
+    fn accept_in_order(&mut self, seq: u64, pkt: P, seq_len: u64) {
+        let mut next = Some((seq, pkt, seq_len));
+        while let Some((q, mut p, l)) = next.take() {
+            if let Some((v, e)) = p.hdr().seg.opts.timestamps {
+                match self.stamps.forward {
+                    Some(f) if newer(f, v) => p.hdr_mut().seg.opts.timestamps = Some((f, e)),
+                    _ => self.stamps.forward = Some(v),
+                }
+            }
+            let len = p.hdr().seg.len as u64;
+            if p.hdr().seg.flags & FIN != 0 {
+                self.fin_seen = true;
+            }
+            self.rcv_nxt = q + len;
+            self.held_bytes += len;
+            self.hold(q, p, l);
+            while let Some(e) = self.ooo.first_entry() {
+                if *e.key() > self.rcv_nxt {
+                    break;
+                }
+                let (k, (p, l)) = e.remove_entry();
+                self.ooo_bytes -= p.hdr().seg.len as u64;
+                if k == self.rcv_nxt && !self.fin_seen {
+                    next = Some((k, p, l));
+                    break;
+                }
+            }
+        }
+        if self.ooo.is_empty() {
+            self.last_ooo = None;
+        }
+    }
+
     fn on_server_segment(
         &mut self,
         cfg: &GatewayConfig,
@@ -568,23 +675,18 @@ impl<P: GwPacket> Conn<P> {
         if seq == self.rcv_nxt && seg.len > 0 {
             // shared mode: beyond what was promised, only if the memory has room
             let no_room = cfg.shared && seq + len > self.edge && len > mem.free;
-            if self.held_bytes + len > cfg.buffer || no_room {
+            if !self.room(cfg, len) || no_room {
                 st.dropped_buffer_full += 1;
                 out.push(self.spoof_ack(cfg, mem, now));
                 return;
             }
-            self.rcv_nxt = seq + len;
-            self.held_bytes += len;
             if let Some((v, _)) = seg.opts.timestamps {
                 self.stamps.recent = Some(v); // RFC 7323 §4.3: it advanced rcv_nxt
             }
+            self.accept_in_order(seq, pkt, seq_len);
             st.max_buffer_bytes.update(self.held_bytes);
-            if fin {
-                self.fin_seen = true;
-            }
             st.spoofed_acks += 1;
             let ack = self.spoof_ack(cfg, mem, now);
-            self.hold(seq, pkt, seq_len);
             out.push(ack);
         } else if seg.len == 0 && fin && seq == self.rcv_nxt {
             // a bare FIN: forward in sequence (kept so that it is resent if lost)
@@ -593,8 +695,22 @@ impl<P: GwPacket> Conn<P> {
                 self.stamps.recent = Some(v);
             }
             self.hold(seq, pkt, seq_len);
+        } else if seg.len > 0
+            && seq > self.rcv_nxt
+            && seq + len <= self.edge
+            && !self.fin_seen
+            && !self.ooo.contains_key(&seq)
+            && self.room(cfg, len)
+        {
+            // beyond a hole, within the promised window: kept until the hole is filled
+            self.ooo_bytes += len;
+            self.ooo.insert(seq, (pkt, seq_len));
+            self.last_ooo = Some(seq);
+            st.out_of_order_held += 1;
+            out.push(self.spoof_ack(cfg, mem, now));
         } else {
-            // out of order or duplicate: a duplicate spoofed ACK, data not kept
+            // a duplicate, or beyond the window or the buffer: a duplicate spoofed ACK,
+            // data not kept
             out.push(self.spoof_ack(cfg, mem, now));
         }
     }

@@ -613,3 +613,157 @@ fn spoofed_acks_carry_timestamps_when_both_syns_had_them() {
     // the server's SYN-ACK without the option: no timestamps at all
     assert_eq!(spoofed_stamps(false), vec![None, None, None]);
 }
+
+/// A client-opened connection whose SYNs both offer SACK (`sack`) or neither; the
+/// server's data segments `ks` (1000 B each, segment k at relative sequence 1 + 1000 k)
+/// arrive in that order. Returns what the gateway sent: the spoofed ACKs' (relative ACK,
+/// SACK blocks relative) and the segments forwarded toward the client (k).
+fn server_sends(
+    shared: bool,
+    sack: bool,
+    ks: &[u32],
+) -> (Gateway, Vec<(u32, Vec<(u32, u32)>)>, Vec<u32>) {
+    let extra = format!(r#""buffer":"100KB","shared":{shared}"#);
+    let mut gw = Gateway::new(cfg(&extra), UP);
+    let (c_isn, s_isn) = (7_000u32, 90_000u32);
+    let mut out = vec![];
+    let mut c_syn = syn(false, 40_000, c_isn, 0, None);
+    let mut s_syn = syn(true, 40_000, s_isn, c_isn + 1, None);
+    for p in [&mut c_syn, &mut s_syn] {
+        p.seg.opts.sack_permitted = sack;
+        p.size = 40 + p.seg.opts.encoded_len();
+    }
+    gw.on_packet(SimTime(0), Dir::ToServer, c_syn, &mut out);
+    gw.on_packet(SimTime(1), Dir::ToClient, s_syn, &mut out);
+    let ack = pkt(false, 40_000, ACK, c_isn + 1, s_isn + 1, 0);
+    gw.on_packet(SimTime(2), Dir::ToServer, ack, &mut out);
+    out.clear();
+    for (i, &k) in ks.iter().enumerate() {
+        let data = pkt(true, 40_000, ACK, s_isn + 1 + 1000 * k, c_isn + 1, 1000);
+        gw.on_packet(SimTime(10 + i as u64), Dir::ToClient, data, &mut out);
+    }
+    let rel = |w: u32| w.wrapping_sub(s_isn);
+    let acks = out
+        .iter()
+        .filter(|p| p.src == CLIENT)
+        .map(|p| {
+            let blocks = p.seg.opts.sack.as_ref().map_or(vec![], |b| {
+                b.blocks[..b.n as usize]
+                    .iter()
+                    .map(|&(l, r)| (rel(l), rel(r)))
+                    .collect()
+            });
+            (rel(p.seg.ack), blocks)
+        })
+        .collect();
+    let fwd = out
+        .iter()
+        .filter(|p| p.src == SERVER && p.seg.len > 0)
+        .map(|p| (rel(p.seg.seq) - 1) / 1000)
+        .collect();
+    (gw, acks, fwd)
+}
+
+#[test]
+fn out_of_order_server_data_is_kept_until_the_hole_is_filled() {
+    // Segment 1 lost on the terrestrial path: 2 and 3 arrive first. A receiver keeps
+    // them (and so does the gateway, within the window it promised): duplicate ACKs
+    // for 1001, nothing forwarded beyond the hole, then one ACK for all four when 1
+    // arrives, and 1, 2, 3 go on toward the client in order.
+    for shared in [false, true] {
+        let (gw, acks, fwd) = server_sends(shared, false, &[0, 2, 3, 1]);
+        assert_eq!(
+            acks,
+            vec![
+                (1001, vec![]),
+                (1001, vec![]),
+                (1001, vec![]),
+                (4001, vec![])
+            ],
+            "shared {shared}"
+        );
+        if !shared {
+            assert_eq!(fwd, vec![0, 1, 2, 3], "in order, after the hole");
+        }
+        assert_eq!(gw.stats.out_of_order_held, 2);
+        assert_eq!(gw.stats.spoofed_acks, 2, "segments 0 and 1 (with 2 and 3)");
+        let key = (SERVER, 5001, CLIENT, 40_000);
+        assert_eq!(gw.held_bytes(&key), Some(4000));
+    }
+}
+
+#[test]
+fn duplicate_acks_carry_sack_blocks_when_both_syns_offered_sack() {
+    // RFC 2018 §4: the first block holds the segment received last; then the others.
+    let (_, acks, _) = server_sends(false, true, &[0, 2, 4, 5, 1]);
+    assert_eq!(
+        acks,
+        vec![
+            (1001, vec![]),
+            (1001, vec![(2001, 3001)]),
+            (1001, vec![(4001, 5001), (2001, 3001)]),
+            (1001, vec![(4001, 6001), (2001, 3001)]),
+            // 1 fills the first hole: 0..3 in order, 4 and 5 still beyond 3
+            (3001, vec![(4001, 6001)]),
+        ]
+    );
+    // without SACK on both SYNs: none
+    let (_, acks, _) = server_sends(false, false, &[0, 2, 1]);
+    assert!(acks.iter().all(|(_, b)| b.is_empty()), "{acks:?}");
+}
+
+#[test]
+fn out_of_order_data_beyond_the_promised_window_or_the_buffer_is_not_kept() {
+    // 100 KB of buffer, nothing acknowledged by the client: the first spoofed ACK
+    // promises 99 KB beyond segment 0; segment 150 lies beyond that promise
+    let (gw, acks, _) = server_sends(false, false, &[0, 150, 2, 2]);
+    assert_eq!(gw.stats.out_of_order_held, 1, "only segment 2, and once");
+    assert!(acks.iter().all(|(a, _)| *a == 1001));
+}
+
+#[test]
+fn data_kept_behind_a_hole_goes_on_with_tsvals_that_never_decrease() {
+    // PAWS at the client (RFC 7323 §5): segments 2 and 3 (TSvals 102, 103) waited
+    // behind the hole that the server's resend of 1 (TSval 110) filled; sent after it
+    // with their own TSvals, a Linux client dropped them as old duplicates at every
+    // resend. They go on with 110; segment 0 keeps its own.
+    let mut gw = Gateway::new(cfg(r#""buffer":"100KB","shared":false"#), UP);
+    let (c_isn, s_isn) = (7_000u32, 90_000u32);
+    let mut out = vec![];
+    let c_syn = stamped(syn(false, 40_000, c_isn, 0, None), 50, 0);
+    let s_syn = stamped(syn(true, 40_000, s_isn, c_isn + 1, None), 99, 50);
+    gw.on_packet(SimTime(0), Dir::ToServer, c_syn, &mut out);
+    gw.on_packet(SimTime(1), Dir::ToClient, s_syn, &mut out);
+    let ack = stamped(pkt(false, 40_000, ACK, c_isn + 1, s_isn + 1, 0), 51, 99);
+    gw.on_packet(SimTime(2), Dir::ToServer, ack, &mut out);
+    out.clear();
+    for (i, (k, tsval)) in [(0u32, 100u32), (2, 102), (3, 103), (1, 110)]
+        .into_iter()
+        .enumerate()
+    {
+        let data = pkt(true, 40_000, ACK, s_isn + 1 + 1000 * k, c_isn + 1, 1000);
+        gw.on_packet(
+            SimTime(10 + i as u64),
+            Dir::ToClient,
+            stamped(data, tsval, 51),
+            &mut out,
+        );
+    }
+    let fwd: Vec<(u32, Option<(u32, u32)>)> = out
+        .iter()
+        .filter(|p| p.src == SERVER && p.seg.len > 0)
+        .map(|p| ((p.seg.seq - s_isn - 1) / 1000, p.seg.opts.timestamps))
+        .collect();
+    assert_eq!(
+        fwd,
+        vec![
+            (0, Some((100, 51))),
+            (1, Some((110, 51))),
+            (2, Some((110, 51))),
+            (3, Some((110, 51)))
+        ]
+    );
+    // the spoofed ACK for all four echoes the resend's TSval (RFC 7323 §4.3)
+    let last = out.iter().rfind(|p| p.src == CLIENT).unwrap();
+    assert_eq!(last.seg.opts.timestamps, Some((51, 110)));
+}
