@@ -9,10 +9,12 @@
 //! path, no I/O: bytes in, bytes out; fuzzed and benchmarked), [`pkt`] (the packet type
 //! the gateway carries: header and payload bytes), [`metrics`] (Prometheus text format
 //! on a local HTTP endpoint, the stats line), [`setup`] (devices, routes, rules,
-//! sysctls; teardown), [`worker`] (the unprivileged packet loop); split mode (kernel
+//! sysctls; teardown), [`worker`] (the unprivileged packet loop) and [`idle`] (its
+//! choice between polling and sleeping); split mode (kernel
 //! sockets, nftables TPROXY): [`split_setup`] (root) and [`split`] (the relay). The binary
 //! (`src/main.rs`) is the privileged parent. See docs/notes/gateway-daemon.md.
 
+pub mod idle;
 pub mod metrics;
 pub mod opts;
 pub mod path;

@@ -22,6 +22,10 @@
 //! Privileges: the worker keeps `CAP_NET_RAW` only — `IP_TRANSPARENT` on each new
 //! server-side socket needs `CAP_NET_RAW` or `CAP_NET_ADMIN`, and `CAP_NET_RAW` is the
 //! narrower (it cannot change routes, rules or nftables).
+//!
+//! Why one file of ~680 lines: the relay is one `ppoll` loop over pairs of sockets whose
+//! states (half-closed, reset, buffers full) decide each other's poll events; its tests
+//! are the last ~120 lines.
 
 use crate::metrics;
 use crate::opts::Opts;

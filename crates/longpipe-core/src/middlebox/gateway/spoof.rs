@@ -48,7 +48,7 @@
 //! fields are read with the client's shift. Without scaling (either SYN lacks the
 //! option) all windows are at most 65535 B.
 //!
-//! Why one file of ~940 lines: one connection's spoofing state machine (server side,
+//! Why one file of ~1100 lines: one connection's spoofing state machine (server side,
 //! satellite side, go-back-N, FIN and RST), whose halves read each other's state on
 //! every segment; its tests are in the gateway's `tests.rs`.
 
