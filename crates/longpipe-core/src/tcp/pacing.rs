@@ -117,5 +117,9 @@ mod tests {
         assert_eq!(linux_rate(&st, 20), 240_000, "max(cwnd, packets out)");
         st.srtt = None;
         assert_eq!(linux_rate(&st, 0), u64::MAX);
+        // no RTT measured yet (a sample of 0 on a link without delay): no pacing, and
+        // no division by zero
+        st.srtt = Some(SimDuration(0));
+        assert_eq!(linux_rate(&st, 0), u64::MAX);
     }
 }

@@ -229,8 +229,6 @@ impl Receiver {
             seq: self.our_seq,
             ack: self.rcv_nxt,
             wnd: self.adv_wnd,
-            len: 0,
-            syn_opts: None,
             sack,
             ts,
             ..Default::default()
@@ -553,6 +551,40 @@ mod tests {
         r.on_timer(SimTime(3) + SimDuration::from_millis(200), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].ack, 3001);
+    }
+
+    #[test]
+    fn sack_only_when_configured_and_offered() {
+        // RFC 2018: SACK-permitted in the SYN-ACK, and SACK blocks in ACKs, only if this
+        // end is configured for SACK and the peer's SYN offered it
+        for (configured, offered, on) in [
+            (true, true, true),
+            (false, true, false),
+            (true, false, false),
+        ] {
+            let mut r = rx(true);
+            r.cfg.sack = configured;
+            r.state = State::Listen;
+            let mut out = vec![];
+            let syn = Seg {
+                flags: SYN,
+                syn_opts: Some((1000, 0, offered)),
+                ..Default::default()
+            };
+            r.on_segment(SimTime(0), &syn, &mut out);
+            assert_eq!(
+                out[0].syn_opts.map(|o| o.2),
+                Some(on),
+                "{configured} {offered}"
+            );
+            out.clear();
+            r.on_segment(SimTime(1), &data(1001), &mut out);
+            assert_eq!(
+                out[0].sack.is_some(),
+                on,
+                "a hole: SACK blocks iff negotiated"
+            );
+        }
     }
 
     #[test]

@@ -151,5 +151,30 @@ mod tests {
         assert_eq!(f(2, 1, true), Some(8 + 2));
         assert_eq!(f(2, 0, false), Some(8 + 2));
         assert_eq!(f(10, 0, true), Some(14), "capped at ssthresh");
+        // in flight exactly ssthresh: the reduction bound (nothing to send), not the
+        // proportional part (⌈14 · 7 / 20⌉ − 3 = 2 more)
+        let mut p = Prr {
+            delivered: 5,
+            out: 3,
+            recover_fs: 20,
+        };
+        assert_eq!(p.linux_cwnd(2, 0, true, 14, 14), Some(14));
+        // the proportional part rounds up, and is exact on a multiple: ⌈14 · 10 / 20⌉ = 7
+        let mut p = Prr {
+            delivered: 9,
+            out: 5,
+            recover_fs: 20,
+        };
+        assert_eq!(p.linux_cwnd(1, 0, false, 16, 14), Some(16 + 7 - 5));
+        let mut p = Prr {
+            delivered: 10,
+            out: 5,
+            recover_fs: 20,
+        };
+        assert_eq!(
+            p.linux_cwnd(1, 0, false, 16, 14),
+            Some(16 + 8 - 5),
+            "⌈154 / 20⌉ = 8"
+        );
     }
 }
