@@ -189,7 +189,7 @@ impl Sender {
         match self.tx.state {
             SenderState::Closed => {}
             SenderState::SynSent => {
-                if seg.flags & (SYN | ACK) == SYN | ACK && seg.ack == 1 {
+                if seg.flags & SYN != 0 && seg.flags & ACK != 0 && seg.ack == 1 {
                     self.established(now, seg, out);
                 }
             }
@@ -546,6 +546,49 @@ mod tests {
                 want,
                 "offered {offered}, granted {granted}"
             );
+        }
+    }
+
+    #[test]
+    fn timestamps_take_twelve_bytes_of_each_segment_but_never_all_of_it() {
+        // RFC 7323 / RFC 6691: with timestamps on, data segments carry MSS − 12 bytes;
+        // an MSS of 12 or less still leaves one byte
+        for (mss, ts, want) in [
+            (1000, true, 988),
+            (1000, false, 1000),
+            (12, true, 1),
+            (5, true, 1),
+        ] {
+            let mut s = sender();
+            s.tx.cfg.mss = mss;
+            s.tx.cfg.stack.timestamps = true;
+            let mut out = vec![];
+            s.start(SimTime(0), &mut out);
+            let synack = Seg {
+                flags: SYN | ACK,
+                seq: 0,
+                ack: 1,
+                wnd: 100_000,
+                ts: ts.then_some((7, 1)),
+                ..Default::default()
+            };
+            s.on_segment(SimTime(1_000_000), &synack, &mut out);
+            assert_eq!(s.state(), SenderState::Established);
+            assert_eq!(s.tx.st.mss, want, "mss {mss}, timestamps {ts}");
+        }
+        // an ACK without SYN (or a SYN without ACK) does not establish the connection
+        for flags in [ACK, SYN] {
+            let mut s = sender();
+            let mut out = vec![];
+            s.start(SimTime(0), &mut out);
+            let seg = Seg {
+                flags,
+                ack: 1,
+                wnd: 100_000,
+                ..Default::default()
+            };
+            s.on_segment(SimTime(1), &seg, &mut out);
+            assert_eq!(s.state(), SenderState::SynSent, "flags {flags}");
         }
     }
 

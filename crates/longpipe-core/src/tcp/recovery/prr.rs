@@ -159,6 +159,8 @@ mod tests {
             recover_fs: 20,
         };
         assert_eq!(p.linux_cwnd(2, 0, true, 14, 14), Some(14));
+        // … but on entering recovery (nothing sent yet) the fast retransmission is forced
+        assert_eq!(Prr::start(20).linux_cwnd(1, 0, false, 14, 14), Some(15));
         // the proportional part rounds up, and is exact on a multiple: ⌈14 · 10 / 20⌉ = 7
         let mut p = Prr {
             delivered: 9,
