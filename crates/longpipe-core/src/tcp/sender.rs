@@ -593,6 +593,62 @@ mod tests {
     }
 
     #[test]
+    fn done_only_once_the_fin_is_acknowledged() {
+        use crate::tcp::script::{seq, Script, Setup};
+        // two segments, the FIN on the second: relative sequence 2001 is the FIN
+        let (mut sc, init) = Script::new(Setup {
+            app_bytes: 2000,
+            ..Setup::default()
+        });
+        assert_eq!(init, vec![(0, false), (1, false)]);
+        sc.ack(seq(2), &[]);
+        assert_eq!(
+            sc.s.state(),
+            SenderState::Established,
+            "the data, not the FIN"
+        );
+        assert!(sc.s.next_timer().is_some(), "the FIN is still timed");
+        sc.ack(seq(2) + 1, &[]);
+        assert_eq!(sc.s.state(), SenderState::Done);
+        assert_eq!(sc.s.next_timer(), None);
+    }
+
+    #[test]
+    fn a_streaming_sender_closes_with_a_bare_fin() {
+        let cfg = sender().tx.cfg;
+        let mut s = Sender::new_streaming(
+            cfg,
+            Box::new(Reno),
+            RecoveryKind::NewReno {
+                partial_ack_timer_every: false,
+            },
+        );
+        let mut out = vec![];
+        s.start(SimTime(0), &mut out);
+        let synack = Seg {
+            flags: SYN | ACK,
+            ack: 1,
+            wnd: 100_000,
+            ..Default::default()
+        };
+        s.on_segment(SimTime(1), &synack, &mut out);
+        out.clear();
+        s.push_data(SimTime(2), 2000, &mut out);
+        assert_eq!(
+            out.iter().map(|g| (g.seq, g.len)).collect::<Vec<_>>(),
+            vec![(1, 1000), (1001, 1000)]
+        );
+        s.on_segment(SimTime(3), &ack(2001, 100_000), &mut out);
+        out.clear();
+        // everything sent and acknowledged: the FIN goes alone, after the last byte
+        s.close(SimTime(4), &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].seq, out[0].len, out[0].flags & FIN), (2001, 0, FIN));
+        s.on_segment(SimTime(5), &ack(2002, 100_000), &mut out);
+        assert_eq!(s.state(), SenderState::Done);
+    }
+
+    #[test]
     fn zero_window_is_probed_by_the_persist_timer() {
         let mut s = sender();
         let mut out = vec![];

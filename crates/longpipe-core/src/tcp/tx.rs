@@ -199,7 +199,6 @@ impl Tx {
             seq: 0,
             ack: 0,
             wnd: OWN_WINDOW,
-            len: 0,
             syn_opts: Some((self.cfg.mss.min(65_535) as u16, 0, self.cfg.sack_permitted)),
             ts: self
                 .cfg
