@@ -139,3 +139,57 @@ fn probe_rtt_after_ten_seconds() {
     assert_eq!(b.mode, Mode::ProbeBw);
     assert!(s.cwnd > 4000, "no longer capped at 4 segments: {}", s.cwnd);
 }
+
+#[test]
+fn before_full_bandwidth_cwnd_grows_only_below_its_target() {
+    // `bbr_set_cwnd`: `else if (tcp_snd_cwnd(tp) < target_cwnd || tp->delivered <
+    // TCP_INIT_CWND)`: at the target (106 here, as in `bdp_and_cwnd_target`) it stays
+    let bw = BW_UNIT / 1000;
+    let grown = |cwnd_segs: u64, delivered_segs: u64| {
+        let mut b = Bbr::new(1);
+        b.min_rtt_us = 100_000;
+        let mut s = st();
+        s.pacing_rate = 1_000_000;
+        s.cwnd = cwnd_segs * 1000;
+        s.delivered = delivered_segs * 1000;
+        b.set_cwnd(&mut s, &rs(1, 100, 0), bw, BBR_UNIT);
+        s.cwnd / 1000
+    };
+    assert_eq!(
+        grown(105, 50),
+        106,
+        "below the target: + the segment acknowledged"
+    );
+    assert_eq!(grown(106, 50), 106, "at the target: no growth");
+    assert_eq!(
+        grown(106, 5),
+        107,
+        "fewer than TCP_INIT_CWND delivered: growth"
+    );
+}
+
+#[test]
+fn ack_aggregation_epoch_restarts_when_acks_fall_behind_the_expected() {
+    // `bbr_update_ack_aggregation`: a new epoch when the ACKs of this one do not exceed
+    // what the bandwidth predicts (here none: no bandwidth sample yet), or when the
+    // epoch has counted too many
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.ack_epoch_mstamp = SimTime(MS);
+    s.delivered_time = SimTime(5 * MS);
+    b.update_ack_aggregation(&s, &rs(1, 100, 0));
+    assert_eq!(b.ack_epoch_mstamp, SimTime(5 * MS), "restarted now");
+    assert_eq!(b.ack_epoch_acked, 1);
+    // more ACKs than expected, far from the limit: the epoch goes on
+    b.ack_epoch_acked = 3;
+    s.delivered_time = SimTime(6 * MS);
+    b.update_ack_aggregation(&s, &rs(1, 100, 0));
+    assert_eq!(
+        (b.ack_epoch_mstamp, b.ack_epoch_acked),
+        (SimTime(5 * MS), 4)
+    );
+    assert_eq!(
+        b.extra_acked[b.extra_acked_win_idx], 4,
+        "4 more than expected"
+    );
+}

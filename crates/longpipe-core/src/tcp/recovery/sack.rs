@@ -318,6 +318,22 @@ mod tests {
     }
 
     #[test]
+    fn prr_recover_fs_is_the_flight_at_entry_not_the_sequence_numbers() {
+        // RFC 6937: RecoverFS = snd.nxt − snd.una. Ten segments acknowledged first (one
+        // ACK: slow start adds a segment, 11 go out), then segment 10 is lost: RecoverFS
+        // = 11 segments, ssthresh = 5.5; at entry pipe = 14..20 = 7, sndcnt =
+        // ⌈1000 · 5500 / 11000⌉ = 500 B: cwnd = 7.5 segments.
+        let (mut sc, _) = Script::new(setup(10, true));
+        let sent = sc.ack(seq(10), &[]);
+        assert_eq!(sent, (10..21).map(|k| (k, false)).collect::<Vec<_>>());
+        sc.dupack(10, &[(11, 12)]);
+        sc.dupack(10, &[(11, 13)]);
+        assert_eq!(sc.dupack(10, &[(11, 14)]), vec![(10, true)]);
+        assert_eq!(sc.s.tx.st.ssthresh, 5_500);
+        assert_eq!(sc.s.tx.st.cwnd, 7_500);
+    }
+
+    #[test]
     fn prr_slow_start_bound_after_heavy_loss() {
         // Half of a 20-segment window lost (0..9): pipe falls below ssthresh at once,
         // and PRR-SSRB releases the data delivered plus one segment per ACK (never more
