@@ -344,6 +344,44 @@ mod tests {
     }
 
     #[test]
+    fn the_cubic_function_is_recomputed_only_when_cwnd_changed_or_a_32nd_second_passed() {
+        // `bictcp_update`: same cwnd and at most HZ/32 jiffies (31 ms) since the last
+        // computation: nothing but the ACK count changes
+        let mut c = Cubic {
+            last_max_cwnd: 100,
+            ..Default::default()
+        };
+        c.update(&st(70, 70, 1000), 70, 1);
+        assert_eq!(c.last_time, 1000);
+        c.update(&st(70, 70, 1020), 70, 1);
+        assert_eq!(c.last_time, 1000, "20 ms later, same cwnd: not recomputed");
+        c.update(&st(71, 70, 1025), 71, 1);
+        assert_eq!(c.last_time, 1025, "cwnd changed");
+        c.update(&st(71, 70, 1056), 71, 1);
+        assert_eq!(c.last_time, 1025, "31 ms");
+        c.update(&st(71, 70, 1057), 71, 1);
+        assert_eq!(c.last_time, 1057, "32 ms");
+    }
+
+    #[test]
+    fn the_tcp_friendly_window_counts_every_delta_of_acks() {
+        // RFC 9438 §4.3 / `bictcp_update`: the Reno-equivalent window grows by one for
+        // each `delta` = cwnd · 15 / 8 ACKed segments (18 at cwnd 10): 181 ACKs since
+        // the epoch → 10 more, 1 left over; then cnt lets cwnd follow it (cnt = 2 cap)
+        let mut c = Cubic {
+            epoch_start: Some(1000),
+            last_max_cwnd: 10,
+            origin_point: 10,
+            tcp_cwnd: 10,
+            ack_cnt: 180,
+            ..Default::default()
+        };
+        c.update(&st(10, 10, 1000), 10, 1);
+        assert_eq!((c.tcp_cwnd, c.ack_cnt), (20, 1));
+        assert_eq!(c.cnt, 2);
+    }
+
+    #[test]
     fn k_follows_rfc9438_eq_2() {
         // W_max 100, cwnd after the reduction 70: K = ∛(30/0.4) = 4.217 s = 4318/1024 s
         let mut c = Cubic {
