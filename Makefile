@@ -81,9 +81,11 @@ bench: setup ## speed figures for BENCHMARKS.md
 	else echo "benches/gateway_tun.py (the gateway daemon through TUN devices) needs root: skipped"; fi
 
 MUTANTS_FILES ?= crates/longpipe-core/src/tcp/**/*.rs
+# e.g. MUTANTS_ARGS='--shard 0/30 --sharding round-robin' for a 1/30 sample (docs/notes/mutation-testing.md)
+MUTANTS_ARGS ?=
 mutants: ## mutation testing of tcp/ (cargo-mutants; hours): survivors in mutants.out/missed.txt
 	command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
-	cargo mutants -p longpipe-core --profile mutants -f '$(MUTANTS_FILES)' --timeout 300 -j 1
+	cargo mutants -p longpipe-core --profile mutants -f '$(MUTANTS_FILES)' --timeout 300 -j 1 $(MUTANTS_ARGS)
 
 lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
 	$(VENV)/bin/ruff check python tests benches examples

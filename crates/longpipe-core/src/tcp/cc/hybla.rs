@@ -332,6 +332,21 @@ mod tests {
     }
 
     #[test]
+    fn init_can_multiply_the_initial_window_by_rho_as_ns3_does() {
+        // ns-3 TcpHybla: cwnd = IW × ρ; at 250 ms ρ = 10, so an IW of 2 becomes 20
+        for arith in [HyblaArith::Fixed, HyblaArith::Float] {
+            let mut h = Hybla::new(HyblaConfig {
+                initial_window: HyblaInitialWindow::IwTimesRho,
+                arith,
+                ..HyblaConfig::default()
+            });
+            let mut s = st(2, 1 << 20, 250);
+            h.init(&mut s);
+            assert_eq!(s.cwnd, 20_000, "{arith:?}");
+        }
+    }
+
+    #[test]
     fn init_sets_cwnd_to_rho() {
         let mut h = Hybla::new(HyblaConfig::default());
         let mut s = st(1, 1 << 20, 250);

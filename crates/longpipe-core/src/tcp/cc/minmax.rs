@@ -96,4 +96,34 @@ mod tests {
             assert!(got <= exact && got >= exact - 8, "t {t}: {got} vs {exact}");
         }
     }
+
+    #[test]
+    fn the_second_choice_waits_a_quarter_window_as_in_linux() {
+        // Linux `minmax_subwin_update`: a lower sample becomes the 2nd choice only a
+        // quarter of the window after the best (and the 3rd only after half of it), so
+        // when the best expires the filter falls back to a sample from that later
+        // part of the window, not to an earlier, higher one (BBR's max-bandwidth filter
+        // is this approximation, not the exact windowed maximum).
+        let mut m = MinMax::default();
+        assert_eq!(m.running_max(100, 0, 100), 100);
+        assert_eq!(m.running_max(100, 1, 10), 100, "too early for a 2nd choice");
+        assert_eq!(m.running_max(100, 30, 5), 100, "2nd choice: (30, 5)");
+        assert_eq!(m.running_max(100, 60, 4), 100, "3rd choice: (60, 4)");
+        // the best (t = 0) leaves the window: the 2nd choice, not the sample at t = 1
+        assert_eq!(m.running_max(100, 101, 3), 5);
+    }
+
+    #[test]
+    fn the_third_choice_is_taken_once_after_half_the_window() {
+        // once a 3rd choice has been taken from the second half of the window, later
+        // lower samples do not displace it: when the best and then the 2nd choice
+        // expire, the filter still holds the highest sample of the last window
+        let mut m = MinMax::default();
+        assert_eq!(m.running_max(100, 0, 100), 100);
+        assert_eq!(m.running_max(100, 30, 50), 100, "2nd choice: (30, 50)");
+        assert_eq!(m.running_max(100, 60, 45), 100, "3rd choice: (60, 45)");
+        assert_eq!(m.running_max(100, 70, 10), 100, "no new choice");
+        assert_eq!(m.running_max(100, 101, 5), 50);
+        assert_eq!(m.running_max(100, 131, 1), 45, "the maximum of (31, 131]");
+    }
 }

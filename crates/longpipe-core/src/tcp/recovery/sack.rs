@@ -193,6 +193,21 @@ mod tests {
     }
 
     #[test]
+    fn one_ack_showing_the_first_segment_lost_starts_recovery_without_three_duplicates() {
+        // RFC 6675 §5 (4): recovery starts on the DupThresh-th duplicate ACK *or* when
+        // IsLost(HighACK + 1). Two ACKs lost: the first to arrive already SACKs three
+        // segments above the hole, so the hole is lost at once.
+        let (mut sc, _) = Script::new(setup(10, false));
+        assert_eq!(sc.dupack(0, &[(1, 4)]), vec![(0, true)]);
+        assert!(sc.s.tx.in_recovery);
+        assert_eq!(sc.s.tx.st.ssthresh, 5 * MSS);
+        // and not before: two SACKed segments above the hole are not enough
+        let (mut sc, _) = Script::new(setup(10, false));
+        assert_eq!(sc.dupack(0, &[(1, 3)]), vec![]);
+        assert!(!sc.s.tx.in_recovery);
+    }
+
+    #[test]
     fn a_second_hole_is_retransmitted_once_when_it_becomes_lost() {
         // Segments 0 and 2 lost. At entry segment 2 has only two SACKed segments above
         // it (not lost: IsLost needs more than (DupThresh − 1) · SMSS); one more SACK
