@@ -75,7 +75,7 @@ impl Recovery for NewReno {
 #[cfg(test)]
 mod tests {
     use crate::tcp::recovery::RecoveryKind;
-    use crate::tcp::script::{seq, Script, Setup};
+    use crate::tcp::script::{seq, Script, Setup, MSS};
     use crate::time::SimDuration;
 
     /// Without SACK, segments 0, 3 and 6 of ten lost: the fast retransmission, four
@@ -110,6 +110,45 @@ mod tests {
             at[i] = (sc.now, sc.s.tx.rto_deadline.expect("armed"));
         }
         at
+    }
+
+    #[test]
+    fn duplicate_acks_below_recover_after_a_timeout_allow_two_limited_transmits_only() {
+        // Four segments out, no ACK: the RTO resends segment 0 and records
+        // recover = HighData (RFC 6582 §4). The go-back-N catches up (segments 1-3 again,
+        // then new segment 4) and segment 3's resend is lost: duplicate ACKs of
+        // segment 3, below recover. RFC 3042 sends one new segment on each of the first
+        // two; RFC 6582 §3.2 step 1 starts no fast retransmission on the third, and
+        // Limited Transmit does not go on either (it is for the first two only).
+        let (mut sc, init) = Script::new(Setup {
+            sack: false,
+            iw: 4,
+            limited_transmit: true,
+            ..Setup::default()
+        });
+        assert_eq!(init.len(), 4);
+        sc.now = sc.now + SimDuration::from_secs(2);
+        let mut out = vec![];
+        sc.s.on_timer(sc.now, &mut out);
+        assert_eq!(out.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![seq(0)]);
+        assert_eq!(sc.s.tx.recover_end, seq(4));
+        assert_eq!(sc.ack(seq(1), &[]), vec![(1, true), (2, true)]);
+        assert_eq!(sc.ack(seq(3), &[]), vec![(3, true), (4, false)]);
+        // RFC 3042 also bounds the flight by cwnd + 2 segments, which alone would stop a
+        // third transmission at this cwnd (2.5 segments): give cwnd room for it, as a
+        // sender that was application-limited would have, so that only the duplicate
+        // ACK count stands in the way
+        assert_eq!(sc.s.tx.st.cwnd, 2500);
+        sc.s.tx.st.cwnd = 3 * MSS;
+        assert_eq!(sc.dupack(3, &[]), vec![(5, false)], "RFC 3042, first");
+        assert_eq!(sc.dupack(3, &[]), vec![(6, false)], "RFC 3042, second");
+        assert_eq!(
+            sc.dupack(3, &[]),
+            vec![],
+            "third: below recover, no fast retransmit"
+        );
+        assert!(!sc.s.tx.in_recovery);
+        assert_eq!(sc.dupack(3, &[]), vec![]);
     }
 
     #[test]
