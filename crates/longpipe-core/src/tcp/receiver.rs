@@ -588,6 +588,43 @@ mod tests {
     }
 
     #[test]
+    fn timestamps_only_when_configured_and_offered() {
+        // RFC 7323 §3.2: TSopt in the SYN-ACK and in every later segment only if this
+        // end uses timestamps and the peer's SYN carried them
+        for (configured, offered, on) in [
+            (true, true, true),
+            (false, true, false),
+            (true, false, false),
+        ] {
+            let mut r = rx(true);
+            r.cfg.stack.timestamps = configured;
+            r.state = State::Listen;
+            let mut out = vec![];
+            let syn = Seg {
+                flags: SYN,
+                syn_opts: Some((1000, 0, false)),
+                ts: offered.then_some((7, 0)),
+                ..Default::default()
+            };
+            r.on_segment(SimTime(0), &syn, &mut out);
+            assert_eq!(out[0].ts.is_some(), on, "SYN-ACK {configured} {offered}");
+            out.clear();
+            let mut d = data(1);
+            d.ts = offered.then_some((8, 1));
+            r.on_segment(SimTime(1_000_000), &d, &mut out);
+            r.on_timer(SimTime(1_000_000_000), &mut out);
+            assert!(!out.is_empty());
+            assert!(
+                out.iter().all(|a| a.ts.is_some() == on),
+                "ACKs {configured} {offered}"
+            );
+            if on {
+                assert_eq!(out[0].ts.unwrap().1, 8, "TSecr echoes the data's TSval");
+            }
+        }
+    }
+
+    #[test]
     fn out_of_order_and_gap_fill_ack_immediately() {
         let mut r = rx(true);
         let mut out = vec![];
