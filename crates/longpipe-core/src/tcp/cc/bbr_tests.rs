@@ -169,6 +169,53 @@ fn before_full_bandwidth_cwnd_grows_only_below_its_target() {
 }
 
 #[test]
+fn ack_aggregation_ignores_samples_without_a_valid_interval_or_delivery() {
+    // `bbr_update_ack_aggregation` returns at once unless the sample acknowledged
+    // something *and* has a delivery count *and* an interval: Linux invalidates the
+    // interval alone (keeping the delivery count) when it is shorter than min_rtt
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.ack_epoch_mstamp = SimTime(MS);
+    s.delivered_time = SimTime(5 * MS);
+    let valid = rs(1, 100, 0);
+    for (what, r) in [
+        (
+            "no interval",
+            RateSample {
+                interval: None,
+                ..valid
+            },
+        ),
+        (
+            "no delivery",
+            RateSample {
+                delivered: None,
+                ..valid
+            },
+        ),
+        (
+            "nothing acknowledged",
+            RateSample {
+                acked_sacked: 0,
+                ..valid
+            },
+        ),
+    ] {
+        b.update_ack_aggregation(&s, &r);
+        assert_eq!(
+            (b.ack_epoch_mstamp, b.ack_epoch_acked),
+            (SimTime(MS), 0),
+            "{what}: no epoch change"
+        );
+    }
+    b.update_ack_aggregation(&s, &valid);
+    assert_eq!(
+        (b.ack_epoch_mstamp, b.ack_epoch_acked),
+        (SimTime(5 * MS), 1)
+    );
+}
+
+#[test]
 fn ack_aggregation_epoch_restarts_when_acks_fall_behind_the_expected() {
     // `bbr_update_ack_aggregation`: a new epoch when the ACKs of this one do not exceed
     // what the bandwidth predicts (here none: no bandwidth sample yet), or when the
