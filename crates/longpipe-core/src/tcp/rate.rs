@@ -163,6 +163,22 @@ mod tests {
     }
 
     #[test]
+    fn delivered_time_moves_only_when_the_ack_delivered_something() {
+        // `tcp_rate_gen`: `if (delivered) tp->delivered_mstamp = tp->tcp_mstamp`
+        let mut st = CcState::new(1000, 10_000);
+        st.now = SimTime(5 * MS);
+        RateAcc::default().sample(&mut st, 1000, 0, None);
+        assert_eq!(st.delivered_time, SimTime(5 * MS));
+        st.now = SimTime(9 * MS);
+        RateAcc::default().sample(&mut st, 0, 0, None);
+        assert_eq!(
+            st.delivered_time,
+            SimTime(5 * MS),
+            "nothing delivered: kept"
+        );
+    }
+
+    #[test]
     fn app_limited_mark_clears_once_delivered_passes_it() {
         let mut st = CcState::new(1000, 10_000);
         st.app_limited = 5000;

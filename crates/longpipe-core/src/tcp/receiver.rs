@@ -588,6 +588,33 @@ mod tests {
     }
 
     #[test]
+    fn unread_bytes_shrink_the_window_and_reading_them_sends_an_update() {
+        // a split gateway's receiver: bytes held unread come off the advertised window;
+        // once they are read and the window has opened by two segments or more, a window
+        // update goes out at once (not only with the next data's ACK)
+        let mut r = rx(false);
+        let mut out = vec![];
+        r.set_unread(150_000, &mut out);
+        assert!(out.is_empty(), "a shrinking window sends nothing");
+        r.on_segment(SimTime(1), &data(1), &mut out);
+        assert_eq!(
+            out.last().map(|a| a.wnd),
+            Some(50_000),
+            "200 000 B buffer − unread"
+        );
+        out.clear();
+        r.set_unread(149_000, &mut out);
+        assert!(out.is_empty(), "opened by one segment only");
+        r.set_unread(0, &mut out);
+        assert_eq!(out.len(), 1, "a window update");
+        assert_eq!(
+            (out[0].ack, out[0].wnd),
+            (1001, 200_000),
+            "the whole buffer"
+        );
+    }
+
+    #[test]
     fn timestamps_only_when_configured_and_offered() {
         // RFC 7323 §3.2: TSopt in the SYN-ACK and in every later segment only if this
         // end uses timestamps and the peer's SYN carried them
