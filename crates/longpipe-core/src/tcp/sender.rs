@@ -685,6 +685,43 @@ mod tests {
     }
 
     #[test]
+    fn persist_interval_doubles_while_probes_find_the_window_shut() {
+        // RFC 9293 §3.8.6.1 (zero-window probing with exponential backoff): the probe
+        // is accepted but the window stays shut, so the next probe waits twice the RTO;
+        // new data sent once the window opens resets the backoff
+        let mut s = sender();
+        let mut out = vec![];
+        s.start(SimTime(0), &mut out);
+        let synack = Seg {
+            flags: SYN | ACK,
+            seq: 0,
+            ack: 1,
+            wnd: 0,
+            ..Default::default()
+        };
+        s.on_segment(SimTime(1), &synack, &mut out);
+        let t1 = s.next_timer().unwrap();
+        s.on_timer(t1, &mut out);
+        let now = t1 + SimDuration::from_millis(100);
+        s.on_segment(now, &ack(1001, 0), &mut out);
+        let rto = s.tx.rtt.rto();
+        assert_eq!(s.next_timer(), Some(now + rto.saturating_mul(2)), "2 x RTO");
+        let t2 = now + rto.saturating_mul(2);
+        s.on_timer(t2, &mut out);
+        let now = t2 + SimDuration::from_millis(100);
+        s.on_segment(now, &ack(2001, 0), &mut out);
+        let rto = s.tx.rtt.rto();
+        assert_eq!(s.next_timer(), Some(now + rto.saturating_mul(4)), "4 x RTO");
+        // the window opens: data flows, and a later shut window starts again at 1 x RTO
+        let now = now + SimDuration::from_millis(10);
+        s.on_segment(now, &ack(2001, 1000), &mut out);
+        let now = now + SimDuration::from_millis(100);
+        s.on_segment(now, &ack(3001, 0), &mut out);
+        let rto = s.tx.rtt.rto();
+        assert_eq!(s.next_timer(), Some(now + rto), "backoff reset");
+    }
+
+    #[test]
     fn persist_timer_backs_off_while_the_window_stays_shut() {
         let mut s = sender();
         let mut out = vec![];

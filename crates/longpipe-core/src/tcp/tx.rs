@@ -169,14 +169,11 @@ impl Tx {
         }
     }
 
-    /// Whether new data (or the FIN) can be sent within the receiver's window.
+    /// Whether new data (or the FIN) can be sent within the receiver's window. (What
+    /// `segment_at` returns always has data or the FIN.)
     pub fn new_data_fits(&self) -> bool {
-        match self.segment_at(self.snd_max) {
-            Some((len, fin)) if len > 0 || fin => {
-                self.snd_max + len as u64 <= self.snd_una + self.peer_wnd
-            }
-            _ => false,
-        }
+        self.segment_at(self.snd_max)
+            .is_some_and(|(len, _)| self.snd_max + len as u64 <= self.snd_una + self.peer_wnd)
     }
 
     pub fn sync_flight(&mut self) {
