@@ -240,3 +240,101 @@ fn ack_aggregation_epoch_restarts_when_acks_fall_behind_the_expected() {
         "4 more than expected"
     );
 }
+
+#[test]
+fn pacing_rate_only_rises_before_full_bandwidth() {
+    // `bbr_set_pacing_rate`: before the pipe is full the rate never falls (a low
+    // sample would starve the startup); once full it follows the estimate both ways
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.has_seen_rtt = true;
+    let (low, high) = (BW_UNIT / 100, BW_UNIT / 10); // 10 and 100 segments per ms
+    s.pacing_rate = Bbr::rate_bytes_per_sec(&s, BW_UNIT / 50, BBR_UNIT);
+    let before = s.pacing_rate;
+    b.set_pacing_rate(&mut s, low, BBR_UNIT);
+    assert_eq!(s.pacing_rate, before, "lower: kept");
+    b.set_pacing_rate(&mut s, high, BBR_UNIT);
+    assert_eq!(s.pacing_rate, Bbr::rate_bytes_per_sec(&s, high, BBR_UNIT));
+    b.full_bw_reached = true;
+    b.set_pacing_rate(&mut s, low, BBR_UNIT);
+    assert_eq!(s.pacing_rate, Bbr::rate_bytes_per_sec(&s, low, BBR_UNIT));
+}
+
+#[test]
+fn ack_aggregation_cwnd_once_the_pipe_is_full() {
+    // `bbr_ack_aggregation_cwnd`: the larger of the two windows' extra ACKed segments,
+    // capped by 100 ms of the bandwidth estimate; nothing before full bandwidth
+    let mut b = Bbr::new(1);
+    b.bw.running_max(BW_RTTS, 0, BW_UNIT / 1000); // one segment per ms
+    b.extra_acked = [30, 70];
+    assert_eq!(b.ack_aggregation_cwnd(), 0, "not yet full");
+    b.full_bw_reached = true;
+    assert_eq!(b.ack_aggregation_cwnd(), 70);
+    b.extra_acked = [300, 250];
+    // 100 ms at 1 segment/ms, in the estimate's fixed point (BW_UNIT / 1000 is
+    // truncated, so just below 100)
+    assert_eq!(b.ack_aggregation_cwnd(), 99, "the cap");
+}
+
+#[test]
+fn probe_bw_phases_end_by_time_at_unit_gain_and_by_inflight_when_probing() {
+    // `bbr_is_next_cycle_phase`: at gain 1 a phase lasts one min_rtt; the probing
+    // phase (5/4) also needs losses or the inflight to reach its 5/4 target
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.min_rtt_us = 100_000;
+    b.bw.running_max(BW_RTTS, 0, BW_UNIT / 1000);
+    b.cycle_mstamp = SimTime(0);
+    let sample = RateSample {
+        prior_in_flight: 2000, // far below the 5/4 target of 100 segments
+        ..rs(1, 100, 0)
+    };
+    for (gain, elapsed_ms, next) in [
+        (BBR_UNIT, 50, false),
+        (BBR_UNIT, 101, true),
+        (BBR_UNIT * 5 / 4, 101, false),
+    ] {
+        b.pacing_gain = gain;
+        s.delivered_time = SimTime(elapsed_ms * MS);
+        assert_eq!(
+            b.is_next_cycle_phase(&s, &sample),
+            next,
+            "{gain} {elapsed_ms}"
+        );
+    }
+    let lossy = RateSample {
+        losses: 1000,
+        ..sample
+    };
+    assert!(b.is_next_cycle_phase(&s, &lossy), "5/4 with losses");
+}
+
+#[test]
+fn a_round_trip_counts_once_its_first_segment_is_delivered() {
+    // `bbr_update_bw`: a sample whose prior_delivered reaches next_rtt_delivered
+    // starts a new round
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    s.delivered = 10_000;
+    b.next_rtt_delivered = 5_000;
+    b.update_bw(&s, &rs(1, 100, 4_000));
+    assert_eq!((b.rtt_cnt, b.round_start), (0, false));
+    b.update_bw(&s, &rs(1, 100, 5_000));
+    assert_eq!((b.rtt_cnt, b.round_start), (1, true));
+    assert_eq!(b.next_rtt_delivered, 10_000);
+}
+
+#[test]
+fn idle_restart_ends_only_when_data_is_delivered() {
+    let mut b = Bbr::new(1);
+    let mut s = st();
+    b.idle_restart = true;
+    let nothing = RateSample {
+        delivered: Some(0),
+        ..rs(1, 100, 0)
+    };
+    b.update_min_rtt(&mut s, &nothing);
+    assert!(b.idle_restart);
+    b.update_min_rtt(&mut s, &rs(1, 100, 0));
+    assert!(!b.idle_restart);
+}

@@ -99,18 +99,13 @@ fn clock_us(st: &CcState) -> u64 {
 }
 
 impl Cubic {
-    /// `bictcp_reset` (everything but HyStart's round state).
-    fn reset(&mut self) {
-        let cwnd_cnt = self.cwnd_cnt;
-        *self = Cubic {
-            round_start: self.round_start,
-            end_seq: self.end_seq,
-            last_ack: self.last_ack,
-            curr_rtt: self.curr_rtt,
-            sample_cnt: self.sample_cnt,
-            cwnd_cnt,
-            ..Cubic::default()
-        };
+    /// `bictcp_reset` then `bictcp_hystart_reset`, as both of Linux's callers
+    /// (`cubictcp_init`, and `cubictcp_state` on a timeout) do: everything starts over,
+    /// HyStart with a new round. (`snd_cwnd_cnt`, kept here, is 0 at both: a fresh
+    /// connection, and the timeout's reduction clears it first.)
+    fn restart(&mut self, st: &CcState) {
+        *self = Cubic::default();
+        self.hystart_reset(st);
     }
 
     /// `bictcp_hystart_reset`: a new round starts.
@@ -166,8 +161,8 @@ impl Cubic {
                 100 * cwnd // very small increment
             };
             // the first growth (no loss yet) is at least 5 % per RTT
-            if self.last_max_cwnd == 0 && self.cnt > 20 {
-                self.cnt = 20;
+            if self.last_max_cwnd == 0 {
+                self.cnt = self.cnt.min(20);
             }
         }
         // TCP-friendly region: grow at least as fast as Reno would
@@ -232,8 +227,7 @@ impl CongestionControl for Cubic {
 
     /// `cubictcp_init`: HyStart starts its first round.
     fn init(&mut self, st: &mut CcState) {
-        self.reset();
-        self.hystart_reset(st);
+        self.restart(st);
     }
 
     /// `cubictcp_recalc_ssthresh`: β·cwnd, with fast convergence of W_max.
@@ -292,9 +286,7 @@ impl CongestionControl for Cubic {
             self.cwnd_cnt = 0;
         }
         if state == CaState::Loss {
-            self.reset();
-            self.found = false;
-            self.hystart_reset(st);
+            self.restart(st);
         }
     }
 }
@@ -394,6 +386,24 @@ mod tests {
         assert_eq!(c.origin_point, 100);
         // just after the epoch starts the target is below W_max: slow growth (large cnt)
         assert!(c.cnt > 70 / 2);
+    }
+
+    #[test]
+    fn before_the_first_loss_growth_is_at_least_five_percent_per_rtt() {
+        // `bictcp_update`: with no W_max yet (no loss) the cubic curve starts flat at
+        // cwnd, which would grow it by less than a segment per RTT; cnt is capped at 20
+        // (5 % of cwnd per RTT). After a loss the curve alone decides.
+        for (w_max, capped) in [(0, true), (100, false)] {
+            let mut c = Cubic {
+                last_max_cwnd: w_max,
+                delay_min: 100_000,
+                ..Default::default()
+            };
+            let s = st(100, 50, 1000);
+            c.update(&s, 100, 1);
+            assert_eq!(c.cnt == 20, capped, "W_max {w_max}: cnt {}", c.cnt);
+            assert!(c.cnt >= 20, "W_max {w_max}: cnt {}", c.cnt);
+        }
     }
 
     #[test]
