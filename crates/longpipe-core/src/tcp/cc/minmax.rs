@@ -126,4 +126,15 @@ mod tests {
         assert_eq!(m.running_max(100, 101, 5), 50);
         assert_eq!(m.running_max(100, 131, 1), 45, "the maximum of (31, 131]");
     }
+
+    #[test]
+    fn the_third_choice_takes_over_when_the_first_two_have_left() {
+        // a long gap between samples: the best and the 2nd choice are both out of the
+        // window, and the 3rd is promoted twice in one update
+        let mut m = MinMax::default();
+        assert_eq!(m.running_max(100, 0, 100), 100);
+        assert_eq!(m.running_max(100, 30, 50), 100);
+        assert_eq!(m.running_max(100, 60, 45), 100);
+        assert_eq!(m.running_max(100, 150, 1), 45, "the maximum of (50, 150]");
+    }
 }
