@@ -169,5 +169,15 @@ mod tests {
         ] {
             assert_eq!(kind.build(sack).name(), name, "{kind:?} sack {sack}");
         }
+        for (variant, name) in [
+            (peach::Variant::Peach, "peach"),
+            (peach::Variant::PeachPlus, "peach+"),
+            (peach::Variant::Cherry, "cherry"),
+        ] {
+            let c = peach::PeachSpec::resolve(None, variant, "flow[0].peach").unwrap();
+            for sack in [false, true] {
+                assert_eq!(RecoveryKind::Peach(c).build(sack).name(), name);
+            }
+        }
     }
 }
