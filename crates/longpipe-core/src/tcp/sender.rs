@@ -684,11 +684,8 @@ mod tests {
         assert!(s.tx.persist_at.is_none());
     }
 
-    #[test]
-    fn persist_interval_doubles_while_probes_find_the_window_shut() {
-        // RFC 9293 §3.8.6.1 (zero-window probing with exponential backoff): the probe
-        // is accepted but the window stays shut, so the next probe waits twice the RTO;
-        // new data sent once the window opens resets the backoff
+    /// A sender whose peer's SYN-ACK advertised a zero window (the persist timer runs).
+    fn shut_at_the_handshake() -> (Sender, Vec<Seg>) {
         let mut s = sender();
         let mut out = vec![];
         s.start(SimTime(0), &mut out);
@@ -700,6 +697,15 @@ mod tests {
             ..Default::default()
         };
         s.on_segment(SimTime(1), &synack, &mut out);
+        (s, out)
+    }
+
+    #[test]
+    fn persist_interval_doubles_while_probes_find_the_window_shut() {
+        // RFC 9293 §3.8.6.1 (zero-window probing with exponential backoff): the probe
+        // is accepted but the window stays shut, so the next probe waits twice the RTO;
+        // new data sent once the window opens resets the backoff
+        let (mut s, mut out) = shut_at_the_handshake();
         let t1 = s.next_timer().unwrap();
         s.on_timer(t1, &mut out);
         let now = t1 + SimDuration::from_millis(100);
@@ -723,17 +729,7 @@ mod tests {
 
     #[test]
     fn persist_timer_backs_off_while_the_window_stays_shut() {
-        let mut s = sender();
-        let mut out = vec![];
-        s.start(SimTime(0), &mut out);
-        let synack = Seg {
-            flags: SYN | ACK,
-            seq: 0,
-            ack: 1,
-            wnd: 0,
-            ..Default::default()
-        };
-        s.on_segment(SimTime(1), &synack, &mut out);
+        let (mut s, mut out) = shut_at_the_handshake();
         let t1 = s.next_timer().unwrap();
         out.clear();
         s.on_timer(t1, &mut out);
