@@ -33,6 +33,9 @@ pub struct Setup {
     /// Bytes of the transfer.
     pub app_bytes: u64,
     pub limited_transmit: bool,
+    /// The Linux stack (`StackConfig::LINUX`, its recovery state machine) instead of
+    /// the classic one. The SYN-ACK offers no timestamps (so segments stay 1000 bytes).
+    pub linux: bool,
 }
 
 impl Default for Setup {
@@ -46,6 +49,7 @@ impl Default for Setup {
             iw: 10,
             app_bytes: 1_000_000,
             limited_transmit: false,
+            linux: false,
         }
     }
 }
@@ -75,13 +79,22 @@ impl Script {
             initial_ssthresh: None,
             limited_transmit: setup.limited_transmit,
             ecn: false,
-            stack: StackConfig {
-                prr: setup.prr,
-                ..StackConfig::CLASSIC
+            stack: if setup.linux {
+                StackConfig::LINUX
+            } else {
+                StackConfig {
+                    prr: setup.prr,
+                    ..StackConfig::CLASSIC
+                }
             },
         };
+        let recovery = if setup.linux {
+            RecoveryKind::Linux
+        } else {
+            setup.recovery
+        };
         let mut sc = Script {
-            s: Sender::new(cfg, Box::new(Reno), setup.recovery, false),
+            s: Sender::new(cfg, Box::new(Reno), recovery, false),
             now: SimTime::ZERO,
             high: 1,
         };

@@ -557,3 +557,29 @@ impl Recovery for Linux {
         tx.sync_flight();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tcp::script::{seq, Script, Setup, MSS};
+
+    #[test]
+    fn pacing_rate_follows_cwnd_and_the_segments_out() {
+        // `tcp_update_pacing_rate` with a congestion control of its own (Reno): rate =
+        // mss · max(cwnd, packets_out) · 200 % (slow start) / srtt, where packets_out
+        // is what is outstanding (snd_nxt − snd_una), never more
+        let (mut sc, init) = Script::new(Setup {
+            linux: true,
+            ..Setup::default()
+        });
+        assert_eq!(init.len(), 10);
+        let sent = sc.ack(seq(1), &[]);
+        let tx = &sc.s.tx;
+        let outstanding = 9 + sent.len() as u64;
+        assert_eq!(tx.snd_max - tx.snd_una, outstanding * MSS);
+        let cwnd = tx.st.cwnd_segs();
+        assert!(cwnd >= outstanding);
+        let srtt = tx.st.srtt.expect("an RTT sample").0 as u128;
+        let expect = (MSS as u128 * cwnd as u128 * 2 * 1_000_000_000 / srtt) as u64;
+        assert_eq!(tx.st.pacing_rate, expect, "cwnd {cwnd}, srtt {srtt} ns");
+    }
+}
