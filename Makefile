@@ -47,12 +47,12 @@ FUZZ_SECS ?= 600
 FUZZ_MEM_KB ?= 8000000
 
 test: setup ## Rust tests, fuzz targets (bounded), then Python tests
-	cargo test -p longpipe-core --release -q
-	cargo test -p longpipe-emu --release -q
-	cargo test -p longpipe-gateway --release -q
-	cargo test -p longpipe-py --release -q
-	cargo test -p longpipe-fuzz --release -q --no-run
-	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --release -q -- --nocapture )
+	cargo test -p longpipe-core --profile fasttest -q
+	cargo test -p longpipe-emu --profile fasttest -q
+	cargo test -p longpipe-gateway --profile fasttest -q
+	cargo test -p longpipe-py --profile fasttest -q
+	cargo test -p longpipe-fuzz --profile fasttest -q --no-run
+	( ulimit -v $(FUZZ_MEM_KB); LONGPIPE_FUZZ_SECS=$(LONGPIPE_FUZZ_SECS) cargo test -p longpipe-fuzz --profile fasttest -q -- --nocapture )
 	$(PY) -m pytest -q
 
 fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if present, else the stable loop
