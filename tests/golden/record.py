@@ -1,4 +1,6 @@
-"""Records the golden runs: every example and every ``reproduce NAME --quick``.
+"""Records the golden runs: every example, every ``reproduce NAME --quick`` and the TCP
+matrix (``matrix.py``: every congestion control on each stack, with its time series, and
+pcaps of the 600 ms, 1 % runs).
 
     python tests/golden/record.py            # rewrites tests/golden/runs.jsonl
 
@@ -67,6 +69,10 @@ def main() -> int:
             api.run(ex)
         api.run(ROOT / "examples/geo.toml", pcap=["gw-client", "server-gw"], timeseries=True)
         api.run(ROOT / "examples/wcdma.toml", overrides={"flow.sack": True}, timeseries=True)
+        import matrix
+
+        for _label, sc in matrix.runs():
+            core.run(json.dumps(sc), None, True, None, ["router-client"] if "-600ms-0.01" in sc["name"] else None)
         for name in ("hybla", "wcdma", "gateway", "peach", "atm"):
             rc = cli.main(["reproduce", name, "--quick", "--out", f"{tmp}/{name}", "--jobs", "1"])
             assert rc == 0, name

@@ -19,7 +19,8 @@ use crate::net::loss::{LossModel, LossSpec};
 use crate::net::queue::{QueueKind, QueueSpec};
 use crate::net::schedule::{LinkShape, Outage, ScheduleSpec};
 use crate::net::trace::LinkRate;
-use crate::tcp::config::{FlowSpec, TcpConfig};
+use crate::tcp::config::FlowSpec;
+use crate::tcp::profile::TcpProfile;
 use crate::time::Rate;
 use crate::time::{SimDuration, SimTime};
 use crate::units::Duration;
@@ -186,7 +187,12 @@ pub struct FlowInfo {
     pub spec_index: usize,
     pub src: usize,
     pub dst: usize,
-    pub tcp: TcpConfig,
+    /// The flow's TCP, resolved once (both ends use it).
+    pub tcp: TcpProfile,
+    /// Bytes of a sized transfer; None = unlimited.
+    pub app_bytes: Option<u64>,
+    /// When the sender opens the connection.
+    pub start: SimTime,
 }
 
 #[derive(Debug, Clone)]
@@ -559,11 +565,12 @@ impl Scenario {
             if src == dst {
                 return err(format!("{p}.dst"), "must differ from src");
             }
-            let tcp = f.resolve(&p)?;
+            let tcp = TcpProfile::resolve(f, &p)?;
+            let traffic = f.traffic(&p)?;
             // Each flow is one local endpoint (one port) at its source and destination.
             degree.resize(nodes.len(), 0);
             for (end, n) in [("src", src), ("dst", dst)] {
-                degree[n] += tcp.count as usize;
+                degree[n] += traffic.count as usize;
                 if degree[n] > MAX_LINKS_PER_NODE {
                     return err(
                         format!("{p}.count"),
@@ -575,13 +582,15 @@ impl Scenario {
                     );
                 }
             }
-            for _ in 0..tcp.count {
+            for _ in 0..traffic.count {
                 flows.push(FlowInfo {
                     id: flows.len(),
                     spec_index: i,
                     src,
                     dst,
-                    tcp: tcp.clone(),
+                    tcp,
+                    app_bytes: traffic.app_bytes,
+                    start: traffic.start,
                 });
             }
         }
@@ -655,7 +664,7 @@ mod tests {
     fn minimal_resolves() {
         let v = parse(BASE).unwrap();
         assert_eq!(v.nodes.len(), 2);
-        assert_eq!(v.flows[0].tcp.sender.mss, 1460);
+        assert_eq!(v.flows[0].tcp.mss, 1460);
         assert_eq!(v.links[0].dirs[1].link.rate, Rate(10_000_000));
     }
 
@@ -734,13 +743,13 @@ mod tests {
     #[test]
     fn iw_rules() {
         let v = parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":"rfc3390""#)).unwrap();
-        assert_eq!(v.flows[0].tcp.sender.iw_bytes, 4380);
+        assert_eq!(v.flows[0].tcp.iw_bytes, 4380);
         let v =
             parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":"rfc6928","mss":1000"#)).unwrap();
-        assert_eq!(v.flows[0].tcp.sender.iw_bytes, 10_000);
+        assert_eq!(v.flows[0].tcp.iw_bytes, 10_000);
         let v = parse(&BASE.replace(r#""dst":"c""#, r#""dst":"c","iw":3,"count":4"#)).unwrap();
         assert_eq!(v.flows.len(), 4);
-        assert_eq!(v.flows[3].tcp.sender.iw_bytes, 3 * 1460);
+        assert_eq!(v.flows[3].tcp.iw_bytes, 3 * 1460);
     }
 
     #[test]

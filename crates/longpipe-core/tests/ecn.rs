@@ -3,7 +3,10 @@
 //! the pcap shows all of it.
 
 mod common;
+
 use common::*;
+use longpipe_core::tcp::config::TcpKind;
+use longpipe_core::tcp::stack::Stack;
 use longpipe_core::wire::{parse, CWR, ECE};
 use longpipe_core::{run_json, RunOptions, TraceSel};
 
@@ -145,12 +148,12 @@ fn every_congestion_control_answers_ecn() {
         let tcp = tcp.as_str();
         // each control in each stack that offers it: the classic stack reduces as in
         // RFC 3168 §6.1.2, the Linux stack enters its CWR state (`tcp_enter_cwr`)
-        let stacks: &[&str] = match tcp {
-            "bbr" => &["linux"],
-            "peach" | "peach+" | "cherry" => &["classic"],
-            _ => &["classic", "linux"],
-        };
-        for &stack in stacks {
+        let kind: TcpKind = serde_json::from_value(serde_json::json!(tcp)).unwrap();
+        for stack in [Stack::Classic, Stack::Linux] {
+            if kind.on(stack).is_err() {
+                continue; // the variant table refuses it (tested in tcp::profile)
+            }
+            let stack = stack.name();
             // a window of a few BDPs: the Peach family probes for the whole receiver
             // window in a round trip, and RED is not class-aware (with 1 MB its start
             // phase alone overloads this 5 Mbit/s bottleneck; see docs/notes/peach.md)

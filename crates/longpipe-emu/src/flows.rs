@@ -391,7 +391,7 @@ impl Running {
 /// A flow's result, in the simulator's fields.
 pub fn flow_result(sc: &ValidScenario, i: usize, o: &Outcome, warmup: u64, end: u64) -> FlowResult {
     let info = &sc.flows[i];
-    let start = info.tcp.start.0;
+    let start = info.start.0;
     let delivered = o.rx.total - o.rx.base.unwrap_or(0);
     let t0 = start.max(warmup);
     let t1 = o.rx.completed_at.unwrap_or(end).max(t0);
@@ -432,7 +432,7 @@ pub fn flow_result(sc: &ValidScenario, i: usize, o: &Outcome, warmup: u64, end: 
             .completed_at
             .map(|c| c.saturating_sub(start) as f64 * 1e-9),
         mean_rtt_s: (o.tx.rtt_n > 0).then(|| o.tx.rtt_sum_us as f64 / o.tx.rtt_n as f64 * 1e-6),
-        mss: info.tcp.sender.mss,
+        mss: info.tcp.mss,
         start_s: start as f64 * 1e-9,
     }
 }

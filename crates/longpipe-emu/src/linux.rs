@@ -171,14 +171,14 @@ pub fn map(
             Some(c) => c.to_string(),
             None => kernel_cc(t.tcp, available).or_else(|e| err(format!("{p}.tcp"), e))?,
         };
-        let mss = t.sender.mss;
+        let mss = t.mss;
         m.mtu = m.mtu.max(mss + 40);
-        if t.sender.sack_permitted {
+        if t.sack {
             sack[f.src] = true;
             sack[f.dst] = true;
         }
         match ecn[f.src] {
-            Some((o, j)) if o != t.sender.ecn => {
+            Some((o, j)) if o != t.ecn => {
                 return err(
                     format!("{p}.ecn"),
                     format!(
@@ -188,13 +188,12 @@ pub fn map(
                     ),
                 )
             }
-            _ => ecn[f.src] = Some((t.sender.ecn, f.id)),
+            _ => ecn[f.src] = Some((t.ecn, f.id)),
         }
-        let st = t.sender.stack;
         for (slots, v, what) in [
-            (&mut ts, Some(st.timestamps), "timestamps"),
+            (&mut ts, Some(t.timestamps), "timestamps"),
             // D-SACK: the kernel's default (on) unless a Linux-stack flow says
-            (&mut dsack, st.linux.then_some(st.dsack), "dsack"),
+            (&mut dsack, t.linux().then_some(t.dsack), "dsack"),
         ] {
             let Some(v) = v else { continue };
             for u in [f.src, f.dst] {
@@ -213,20 +212,20 @@ pub fn map(
                 }
             }
         }
-        if st.pacing && t.tcp != TcpKind::Bbr {
+        if t.pacing && t.tcp != TcpKind::Bbr {
             note(format!(
                 "{p}.pacing: Linux paces {} only under the fq qdisc, which is not set up",
                 t.tcp.name()
             ));
         }
-        if st.linux && !st.rack {
+        if t.linux() && !t.rack {
             note(format!(
                 "{p}.rack: Linux's RACK-TLP stays on (tcp_recovery is not changed)"
             ));
         }
         for (slot, v, what) in [
-            (&mut rto_min[f.src], t.sender.min_rto, "min_rto"),
-            (&mut rto_max[f.src], t.sender.max_rto, "max_rto"),
+            (&mut rto_min[f.src], t.rto.min, "min_rto"),
+            (&mut rto_max[f.src], t.rto.max, "max_rto"),
         ] {
             match slot {
                 Some((o, j)) if *o != v => {
@@ -242,10 +241,10 @@ pub fn map(
                 _ => *slot = Some((v, f.id)),
             }
         }
-        buf[f.src] = buf[f.src].max(4 * t.receiver.buffer);
-        buf[f.dst] = buf[f.dst].max(4 * t.receiver.buffer);
+        buf[f.src] = buf[f.src].max(4 * t.rwnd);
+        buf[f.dst] = buf[f.dst].max(4 * t.rwnd);
         // Initial window: per route from the sender to the receiver.
-        let iw = t.sender.iw_bytes.div_ceil(mss as u64);
+        let iw = t.iw_bytes.div_ceil(mss as u64);
         match iw_of.get(&(f.src, f.dst)) {
             Some(&(o, j)) if o != iw => {
                 return err(
@@ -265,31 +264,31 @@ pub fn map(
             }
         }
         // The receiver advertises its whole buffer from the start, as in the simulator.
-        let rw = t.receiver.buffer.div_ceil(mss as u64).max(1);
+        let rw = t.rwnd.div_ceil(mss as u64).max(1);
         let r = routes.entry((f.dst, f.src)).or_default();
         let initrwnd = format!("initrwnd {rw}");
         if !r.iter().any(|x| x.starts_with("initrwnd")) {
             r.push(initrwnd);
         }
-        if !t.receiver.delayed_ack && !r.iter().any(|x| x == "quickack 1") {
+        if !t.delayed_ack && !r.iter().any(|x| x == "quickack 1") {
             r.push("quickack 1".into());
         }
         // the stack profile's default: 200 ms classic, 40 ms (Linux's minimum) linux
-        let ato = SimDuration::from_millis(if st.linux { 40 } else { 200 });
-        if t.receiver.delayed_ack && t.receiver.delayed_ack_timeout != ato {
+        let ato = SimDuration::from_millis(if t.linux() { 40 } else { 200 });
+        if t.delayed_ack && t.delayed_ack_timeout != ato {
             note(format!(
                 "{p}.delayed_ack_timeout: Linux's delayed-ACK timer adapts between 40 and 200 ms"
             ));
         }
-        if t.sender.initial_rto != SimDuration::from_secs(1) {
+        if t.rto.initial != SimDuration::from_secs(1) {
             note(format!("{p}.initial_rto: Linux's initial RTO is 1 s"));
         }
-        if t.sender.initial_ssthresh.is_some() {
+        if t.initial_ssthresh.is_some() {
             note(format!(
                 "{p}.ssthresh: Linux starts with an unlimited ssthresh (or a cached one)"
             ));
         }
-        if t.sender.limited_transmit {
+        if t.limited_transmit {
             note(format!("{p}.limited_transmit: Linux has no switch for it"));
         }
         let (sport, dport) = ports(f.id);
@@ -299,9 +298,9 @@ pub fn map(
             dst: f.dst,
             cc: kcc,
             mss,
-            rwnd: t.receiver.buffer,
-            app_bytes: t.sender.app_bytes,
-            start_ns: t.start.0,
+            rwnd: t.rwnd,
+            app_bytes: f.app_bytes,
+            start_ns: f.start.0,
             src_addr: node_addr(f.src),
             dst_addr: node_addr(f.dst),
             sport,
@@ -310,7 +309,7 @@ pub fn map(
     }
     // SACK is per host: a flow without it must have at least one end without it.
     for f in &sc.flows {
-        if !f.tcp.sender.sack_permitted && sack[f.src] && sack[f.dst] {
+        if !f.tcp.sack && sack[f.src] && sack[f.dst] {
             return err(
                 format!("flow[{}].sack", f.spec_index),
                 "false, but other flows need SACK on both its nodes; Linux sets SACK per host \

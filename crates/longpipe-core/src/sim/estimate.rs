@@ -88,8 +88,8 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 .map(|&i| dir(i).link.delay.as_secs_f64())
                 .sum::<f64>()
                 .max(1e-6);
-            let window = f.tcp.receiver.buffer as f64 * 8.0 / rtt;
-            let mss = f.tcp.sender.mss as f64;
+            let window = f.tcp.rwnd as f64 * 8.0 / rtt;
+            let mss = f.tcp.mss as f64;
             let cells = |i: usize, len: u32| -> f64 {
                 let l = &sc.links[i / 2];
                 let to = if i.is_multiple_of(2) { l.b } else { l.a };
@@ -100,19 +100,15 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                     _ => 0.0,
                 }
             };
-            let size = f.tcp.sender.mss.saturating_add(40);
+            let size = f.tcp.mss.saturating_add(40);
             let cell_events = fwd.iter().map(|&i| cells(i, size)).sum::<f64>()
                 + rev.iter().map(|&i| cells(i, 40)).sum::<f64>();
             F {
                 demand: bottleneck.min(window),
                 pkt_bits: (mss + 40.0) * 8.0,
                 cell_events,
-                cap_pkts: f
-                    .tcp
-                    .sender
-                    .app_bytes
-                    .map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
-                active: (duration - f.tcp.start.as_secs_f64()).max(0.0),
+                cap_pkts: f.app_bytes.map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
+                active: (duration - f.start.as_secs_f64()).max(0.0),
                 fwd,
                 rev,
             }

@@ -192,11 +192,11 @@ impl<'a> Sim<'a> {
             let (src, dst) = (node_addr(f.src), node_addr(f.dst));
             let tx = Endpoint::new(
                 Side::Sender(Box::new(Sender::new(
-                    f.tcp.sender.clone(),
+                    f.tcp,
+                    f.app_bytes,
                     f.tcp.cc.build_seeded(
                         RngStream::new(seed, &format!("flow/{}/cc", f.id)).next_u64(),
                     ),
-                    f.tcp.recovery,
                     trace,
                 ))),
                 Addrs {
@@ -206,10 +206,10 @@ impl<'a> Sim<'a> {
                     remote_port: dport,
                 },
                 isn(f.id, false),
-                Some(f.tcp.start),
+                Some(f.start),
             );
             let rx = Endpoint::new(
-                Side::Receiver(Box::new(Receiver::new(f.tcp.receiver.clone()))),
+                Side::Receiver(Box::new(Receiver::new(f.tcp, f.app_bytes))),
                 Addrs {
                     local: dst,
                     local_port: dport,
@@ -406,7 +406,7 @@ impl<'a> Sim<'a> {
             else {
                 unreachable!("flow elements")
             };
-            let start = info.tcp.start;
+            let start = info.start;
             let t0 = start.max(sc.warmup);
             let t1 = rx.completed_at.0.unwrap_or(end).max(t0);
             let span = (t1 - t0).as_secs_f64();
@@ -426,7 +426,7 @@ impl<'a> Sim<'a> {
                 completion_time_s: rx.completed_at.0.map(|c| (c - start).as_secs_f64()),
                 mean_rtt_s: (tx.rtt_samples > 0)
                     .then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 * 1e-9),
-                mss: info.tcp.sender.mss,
+                mss: info.tcp.mss,
                 start_s: start.as_secs_f64(),
             });
         }

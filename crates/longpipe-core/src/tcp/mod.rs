@@ -2,12 +2,22 @@
 //! plug-ins, RTT estimation, the SACK scoreboard, and the endpoint element that puts
 //! them on the wire. Sender and receiver are sans-IO: they take `now` and a segment,
 //! push the segments they emit into a Vec, and report their next timer deadline.
+//!
+//! A flow's TCP is resolved once into a [`profile::TcpProfile`] (one table of valid
+//! variant/stack combinations: [`profile::VARIANTS`]). The sender runs one of two
+//! engines over the shared transmission state ([`tx::Tx`], the scoreboard, RTT):
+//! [`classic`] (the papers' TCP, with a loss-recovery scheme from [`recovery`] and,
+//! for the TCP-Peach family, a [`probe::Prober`]) or [`linux`] (the Linux stack's).
 
 pub mod cc;
+pub mod classic;
 pub mod config;
 pub mod ecn;
 pub mod endpoint;
+pub mod linux;
 pub mod pacing;
+pub mod probe;
+pub mod profile;
 pub mod rate;
 pub mod receiver;
 pub mod recovery;

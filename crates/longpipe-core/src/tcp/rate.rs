@@ -9,22 +9,8 @@
 //! overestimate the rate).
 
 use super::cc::{CcState, RateSample};
-use super::sack::SentSeg;
+use super::sack::{RateStamp, SentSeg};
 use crate::time::{SimDuration, SimTime};
-
-/// The rate state of one transmission (Linux `tcp_skb_cb.tx`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RateStamp {
-    /// `tp->delivered` when sent.
-    pub delivered: u64,
-    /// `tp->delivered_mstamp` when sent.
-    pub delivered_time: SimTime,
-    /// `tp->first_tx_mstamp` when sent: start of the send phase.
-    pub first_tx: SimTime,
-    pub app_limited: bool,
-    /// Not yet used for a sample (Linux clears `delivered_mstamp` once SACKed).
-    pub valid: bool,
-}
 
 /// `tcp_rate_skb_sent`: the stamp of a transmission at `now`; `nothing_out` when no
 /// segment is outstanding, which starts a new send phase.

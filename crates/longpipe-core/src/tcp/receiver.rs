@@ -9,33 +9,13 @@
 //! low-priority probe ([`ReceiverConfig::flag_probe_acks`]).
 
 use super::ecn::EcnReceiver;
-use super::rtt::{RtoBounds, RttEstimator};
+use super::profile::TcpProfile;
+use super::rtt::RttEstimator;
 use super::seg::{SackList, Seg, ACK, FIN, SYN};
-use super::stack::StackConfig;
 use super::timestamps::{ts_clock, Paws, TsRecent};
 use crate::element::Class;
 use crate::stats::Last;
-use crate::time::{SimDuration, SimTime};
-
-#[derive(Debug, Clone)]
-pub struct ReceiverConfig {
-    pub mss: u32,
-    pub buffer: u64,
-    pub delayed_ack: bool,
-    pub delayed_ack_timeout: SimDuration,
-    pub sack: bool,
-    pub app_bytes: Option<u64>,
-    /// ECN (RFC 3168), if the peer offers it.
-    pub ecn: bool,
-    /// Answer every low-priority segment (a TCP-Peach probe) at once with an ACK of
-    /// the low-priority class, so that the sender can tell probe ACKs apart
-    /// (`peach.probe_ack = "flagged"`).
-    pub flag_probe_acks: bool,
-    /// Retransmission timer of our FIN (RFC 6298, sampled on the SYN-ACK).
-    pub rto: RtoBounds,
-    /// The stack profile's mechanisms (timestamps, D-SACK, quick ACKs).
-    pub stack: StackConfig,
-}
+use crate::time::SimTime;
 
 /// Retransmissions of our FIN before giving up (Linux `tcp_orphan_retries` default).
 const FIN_RETRIES: u32 = 8;
@@ -57,7 +37,12 @@ enum State {
 }
 
 pub struct Receiver {
-    cfg: ReceiverConfig,
+    /// The flow's TCP profile (the receiver uses its buffer `rwnd`, delayed ACKs, SACK,
+    /// D-SACK, timestamps, ECN, quick ACKs, probe-ACK flagging and the RTO bounds for
+    /// its FIN).
+    cfg: TcpProfile,
+    /// Bytes of a sized transfer (its completion time is recorded); None = unlimited.
+    app_bytes: Option<u64>,
     state: State,
     pub wscale: u8,
     adv_wnd: u64,
@@ -108,9 +93,10 @@ crate::counters! {
 }
 
 impl Receiver {
-    pub fn new(cfg: ReceiverConfig) -> Self {
-        let wscale = window_shift(cfg.buffer);
-        let adv_wnd = (cfg.buffer >> wscale) << wscale;
+    /// The receiving end of a flow of `cfg`, receiving `app_bytes` (None: unlimited).
+    pub fn new(cfg: TcpProfile, app_bytes: Option<u64>) -> Self {
+        let wscale = window_shift(cfg.rwnd);
+        let adv_wnd = (cfg.rwnd >> wscale) << wscale;
         let ecn = EcnReceiver::new(cfg.ecn);
         Receiver {
             state: State::Listen,
@@ -139,6 +125,7 @@ impl Receiver {
             data_seen: false,
             stats: ReceiverCounters::default(),
             cfg,
+            app_bytes,
         }
     }
 
@@ -159,7 +146,7 @@ impl Receiver {
     /// are held, so the window is the buffer minus them. Sends a window update when the
     /// window has opened by at least two segments since it was last advertised.
     pub fn set_unread(&mut self, unread: u64, out: &mut Vec<Seg>) {
-        let free = self.cfg.buffer.saturating_sub(unread);
+        let free = self.cfg.rwnd.saturating_sub(unread);
         let wnd = (free >> self.wscale) << self.wscale;
         let opened = wnd >= self.adv_wnd + 2 * self.cfg.mss as u64;
         self.adv_wnd = wnd;
@@ -211,7 +198,7 @@ impl Receiver {
 
     /// Records a duplicate [l, r) for a D-SACK (RFC 2883), when on.
     fn note_dup(&mut self, l: u64, r: u64) {
-        if self.cfg.stack.dsack && self.sack_on && l < r {
+        if self.cfg.dsack && self.sack_on && l < r {
             self.dsack = Some((l, r));
         }
     }
@@ -315,7 +302,7 @@ impl Receiver {
                 self.rcv_nxt = 1;
                 self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
                 self.ecn.on_syn(seg.flags);
-                self.ts_on = self.cfg.stack.timestamps && seg.ts.is_some();
+                self.ts_on = self.cfg.timestamps && seg.ts.is_some();
             }
             if let (true, Some((tsval, _))) = (self.ts_on, seg.ts) {
                 self.ts.recent = Some(tsval);
@@ -327,7 +314,7 @@ impl Receiver {
                 flags: SYN | ACK | self.ecn.synack_flags(),
                 seq: 0,
                 ack: 1,
-                wnd: self.cfg.buffer.min(65_535),
+                wnd: self.cfg.rwnd.min(65_535),
                 len: 0,
                 syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
                 ts,
@@ -428,7 +415,7 @@ impl Receiver {
     /// Linux `tcp_enter_quickack_mode` / `tcp_incr_quickack`: ACK the next segments at
     /// once, as many as half the window in segments, at most `quickack`.
     fn enter_quickack(&mut self) {
-        let n = self.cfg.stack.quickack;
+        let n = self.cfg.quickack;
         if n == 0 {
             return;
         }
@@ -439,7 +426,7 @@ impl Receiver {
     fn deliver(&mut self, now: SimTime, bytes: u64) {
         let st = &mut self.stats;
         st.delivered += bytes;
-        if st.completed_at.0.is_none() && self.cfg.app_bytes == Some(st.delivered) {
+        if st.completed_at.0.is_none() && self.app_bytes == Some(st.delivered) {
             st.completed_at = Last(Some(now));
         }
     }
@@ -487,20 +474,15 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::SimDuration;
 
     fn rx(delayed: bool) -> Receiver {
-        let mut r = Receiver::new(ReceiverConfig {
-            mss: 1000,
-            buffer: 200_000,
+        let cfg = TcpProfile {
+            rwnd: 200_000,
             delayed_ack: delayed,
-            delayed_ack_timeout: SimDuration::from_millis(200),
-            sack: false,
-            app_bytes: None,
-            ecn: false,
-            flag_probe_acks: false,
-            rto: RtoBounds::default(),
-            stack: StackConfig::CLASSIC,
-        });
+            ..TcpProfile::classic(crate::tcp::config::TcpKind::Newreno, 1000).unwrap()
+        };
+        let mut r = Receiver::new(cfg, None);
         let mut out = vec![];
         r.on_segment(
             SimTime(0),
@@ -624,7 +606,7 @@ mod tests {
             (true, false, false),
         ] {
             let mut r = rx(true);
-            r.cfg.stack.timestamps = configured;
+            r.cfg.timestamps = configured;
             r.state = State::Listen;
             let mut out = vec![];
             let syn = Seg {

@@ -5,10 +5,24 @@
 //! answers RFC 6675's questions: IsLost, SetPipe (`pipe`) and NextSeg.
 //! Invariant: segments are contiguous, ordered, and none is below snd_una.
 
-use super::rate::RateStamp;
 use super::seg::SackList;
 use crate::time::SimTime;
 use std::collections::VecDeque;
+
+/// The rate state of one transmission (Linux `tcp_skb_cb.tx`), stamped when it is sent
+/// ([`super::rate::stamp`]) and read when it is delivered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateStamp {
+    /// `tp->delivered` when sent.
+    pub delivered: u64,
+    /// `tp->delivered_mstamp` when sent.
+    pub delivered_time: SimTime,
+    /// `tp->first_tx_mstamp` when sent: start of the send phase.
+    pub first_tx: SimTime,
+    pub app_limited: bool,
+    /// Not yet used for a sample (Linux clears `delivered_mstamp` once SACKed).
+    pub valid: bool,
+}
 
 /// RFC 6675 DupThresh.
 pub const DUP_THRESH: u64 = 3;

@@ -7,10 +7,12 @@
 //! number `1 + 1000 k` ([`seq`]). The peer's window is 1 MB unless a test changes it.
 
 use super::cc::reno::Reno;
+use super::config::TcpKind;
+use super::profile::TcpProfile;
 use super::recovery::RecoveryKind;
 use super::seg::{SackList, Seg, ACK, SYN};
-use super::sender::{Sender, SenderConfig};
-use super::stack::StackConfig;
+use super::sender::Sender;
+use super::stack::Stack;
 use crate::time::{SimDuration, SimTime};
 
 pub const MSS: u64 = 1000;
@@ -33,8 +35,8 @@ pub struct Setup {
     /// Bytes of the transfer.
     pub app_bytes: u64,
     pub limited_transmit: bool,
-    /// The Linux stack (`StackConfig::LINUX`, its recovery state machine) instead of
-    /// the classic one. The SYN-ACK offers no timestamps (so segments stay 1000 bytes).
+    /// The Linux stack (its profile's mechanisms and the Linux engine) instead of the
+    /// classic one. The SYN-ACK offers no timestamps (so segments stay 1000 bytes).
     pub linux: bool,
 }
 
@@ -68,33 +70,32 @@ impl Script {
     /// A Reno-growth sender (RFC 5681 (4) ssthresh = max(FlightSize / 2, 2 SMSS))
     /// through the handshake; returns it with the initial window's segments.
     pub fn new(setup: Setup) -> (Script, Vec<Sent>) {
-        let cfg = SenderConfig {
-            mss: MSS as u32,
+        let base = TcpProfile::classic(TcpKind::Newreno, MSS as u32).expect("a valid profile");
+        let cfg = TcpProfile {
             iw_bytes: setup.iw * MSS,
-            initial_rto: SimDuration::from_secs(1),
-            min_rto: SimDuration::from_secs(1),
-            max_rto: SimDuration::from_secs(60),
-            app_bytes: Some(setup.app_bytes),
-            sack_permitted: setup.sack,
-            initial_ssthresh: None,
+            sack: setup.sack,
             limited_transmit: setup.limited_transmit,
-            ecn: false,
-            stack: if setup.linux {
-                StackConfig::LINUX
+            prr: setup.prr || setup.linux,
+            recovery: if setup.linux {
+                RecoveryKind::Linux
             } else {
-                StackConfig {
-                    prr: setup.prr,
-                    ..StackConfig::CLASSIC
-                }
+                setup.recovery
             },
-        };
-        let recovery = if setup.linux {
-            RecoveryKind::Linux
-        } else {
-            setup.recovery
+            ..if setup.linux {
+                TcpProfile {
+                    stack: Stack::Linux,
+                    dsack: true,
+                    timestamps: true,
+                    rack: true,
+                    quickack: crate::tcp::stack::LINUX_QUICKACKS,
+                    ..base
+                }
+            } else {
+                base
+            }
         };
         let mut sc = Script {
-            s: Sender::new(cfg, Box::new(Reno), recovery, false),
+            s: Sender::new(cfg, Some(setup.app_bytes), Box::new(Reno), false),
             now: SimTime::ZERO,
             high: 1,
         };

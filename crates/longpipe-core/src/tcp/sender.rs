@@ -6,59 +6,79 @@
 //! [snd_una, snd_max) in order.
 //!
 //! [`Sender`] = [`Tx`] (connection state, timers and transmission; RFC 9293, RFC 6298,
-//! RFC 5681 §3.1 and §4, RFC 3042) + a [`CongestionControl`] (window growth and the
-//! reduction on loss) + a [`Recovery`] scheme (what duplicate ACKs and ACKs during
-//! recovery do). The two plug-ins never see each other; both act on [`Tx`].
+//! RFC 5681 §3.1 and §4) + a [`CongestionControl`] (window growth and the reduction on
+//! loss) + an engine, chosen when the handshake tells whether SACK is on: the classic
+//! engine ([`Classic`], the papers' TCP with a loss-recovery scheme, and the Linux
+//! profile without SACK) or the Linux engine ([`Linux`]). The sender itself does what
+//! both share: the handshake, PAWS, the peer's FIN, the persist and pacing timers, the
+//! SYN's retransmission.
 
-use super::cc::{CaState, CcState, CongestionControl};
-use super::ecn::{self, EcnSender};
-use super::pacing::{self, Pacer};
-use super::recovery::{Recovery, RecoveryKind, DUP_THRESH};
+use super::cc::{CcState, CongestionControl};
+use super::classic::Classic;
+use super::ecn::EcnSender;
+use super::linux::Linux;
+use super::pacing::Pacer;
+use super::profile::TcpProfile;
+use super::recovery::RecoveryKind;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seg::{Seg, ACK, FIN, SYN};
-use super::timestamps::{ts_rtt, Paws, TsRecent};
+use super::timestamps::{Paws, TsRecent};
 use super::tx::{CwndUse, TS_OPT_LEN};
 use super::FlowTrace;
-use crate::element::Class;
 use crate::time::SimTime;
 
-pub use super::tx::{SenderConfig, SenderCounters, SenderState, Tx, OWN_WINDOW};
+pub use super::tx::{SenderCounters, SenderState, Tx, OWN_WINDOW};
+
+/// The engine that processes ACKs, decides transmissions and handles timeouts.
+enum Engine {
+    Classic(Classic),
+    Linux(Linux),
+}
+
+impl Engine {
+    /// The engine of a connection with `recovery` that negotiated SACK or not.
+    fn new(recovery: RecoveryKind, sack: bool) -> Self {
+        if recovery.linux_engine(sack) {
+            Engine::Linux(Linux::default())
+        } else {
+            Engine::Classic(Classic::new(recovery, sack))
+        }
+    }
+}
 
 pub struct Sender {
     pub tx: Tx,
     cc: Box<dyn CongestionControl>,
-    /// The configured scheme, and the one in use (chosen once SACK is negotiated).
-    recovery_kind: RecoveryKind,
-    recovery: Box<dyn Recovery>,
+    engine: Engine,
 }
 
 impl Sender {
-    /// A sender with congestion control `cc` and loss recovery `recovery` (the RFC 6675
-    /// scheme replaces Reno's and NewReno's if the handshake negotiates SACK).
+    /// A sender of the flow's `profile` with its congestion control `cc` (built from
+    /// `profile.cc`, seeded by the caller), sending `app_bytes` (None: unlimited).
     pub fn new(
-        cfg: SenderConfig,
+        profile: TcpProfile,
+        app_bytes: Option<u64>,
         cc: Box<dyn CongestionControl>,
-        recovery_kind: RecoveryKind,
         trace: bool,
     ) -> Self {
+        let cfg = profile;
         let mss = cfg.mss as u64;
-        let rtt = if cfg.stack.linux {
-            RttEstimator::new_linux(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        let linux = cfg.linux();
+        let rtt = if linux {
+            RttEstimator::new_linux(cfg.rto.initial, cfg.rto.min, cfg.rto.max)
         } else {
-            RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+            RttEstimator::new(cfg.rto.initial, cfg.rto.min, cfg.rto.max)
         };
-        let pacer = cfg.stack.pacing.then(Pacer::default);
-        // The scheme without SACK until the handshake tells whether SACK is on.
-        let recovery = recovery_kind.build(false);
+        let pacer = cfg.pacing.then(Pacer::default);
         Sender {
             tx: Tx {
-                fin_seq: cfg.app_bytes.map(|b| b + 1),
-                avail_end: cfg.app_bytes.map_or(u64::MAX / 4, |b| b + 1),
+                fin_seq: app_bytes.map(|b| b + 1),
+                avail_end: app_bytes.map_or(u64::MAX / 4, |b| b + 1),
                 st: CcState {
                     // RFC 5681 §3.1: initial ssthresh arbitrarily high.
                     ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX / 4),
-                    pacing: cfg.stack.pacing,
+                    pacing: cfg.pacing,
                     ..CcState::new(mss, cfg.iw_bytes)
                 },
                 state: SenderState::Closed,
@@ -79,7 +99,6 @@ impl Sender {
                 board: Scoreboard::default(),
                 sack_ok: false,
                 ecn: EcnSender::new(cfg.ecn),
-                cfg,
                 syn_sent_at: SimTime::ZERO,
                 syn_retx: false,
                 stats: SenderCounters::default(),
@@ -87,32 +106,22 @@ impl Sender {
                 ts_ok: false,
                 ts: TsRecent::default(),
                 pacer,
-                first_tx: SimTime::ZERO,
+                // the Linux stack's delivery-rate sampling and cwnd validation
+                first_tx: linux.then_some(SimTime::ZERO),
                 ack_delivered: 0,
-                cwnd_use: CwndUse::default(),
+                cwnd_use: linux.then(CwndUse::default),
+                cfg,
             },
             cc,
-            recovery_kind,
-            recovery,
+            // without SACK until the handshake tells whether SACK is on
+            engine: Engine::new(cfg.recovery, false),
         }
     }
 
     /// A streaming sender: data arrives through [`Sender::push_data`] and ends with
     /// [`Sender::close`].
-    pub fn new_streaming(
-        cfg: SenderConfig,
-        cc: Box<dyn CongestionControl>,
-        recovery: RecoveryKind,
-    ) -> Self {
-        let mut s = Sender::new(
-            SenderConfig {
-                app_bytes: None,
-                ..cfg
-            },
-            cc,
-            recovery,
-            false,
-        );
+    pub fn new_streaming(profile: TcpProfile, cc: Box<dyn CongestionControl>) -> Self {
+        let mut s = Sender::new(profile, None, cc, false);
         s.tx.avail_end = 1;
         s
     }
@@ -137,37 +146,41 @@ impl Sender {
         self.cc.name()
     }
 
+    /// The loss recovery running: the classic engine's scheme, or "linux".
     pub fn recovery_name(&self) -> &'static str {
-        self.recovery.name()
+        match &self.engine {
+            Engine::Classic(c) => c.recovery_name(),
+            Engine::Linux(_) => "linux",
+        }
     }
 
     pub fn state(&self) -> SenderState {
         self.tx.state
     }
 
-    /// Earliest timer deadline: retransmission, persist, pacing, and the recovery
-    /// scheme's own (RACK reordering, tail loss probe; probe pacing of the TCP-Peach
-    /// family).
+    /// Earliest timer deadline: retransmission, persist, pacing, and the engine's own
+    /// (RACK reordering, tail loss probe; probe pacing of the TCP-Peach family).
     pub fn next_timer(&self) -> Option<SimTime> {
+        let engine = match &self.engine {
+            Engine::Classic(c) => c.probe_deadline(),
+            Engine::Linux(l) => l.next_timer(),
+        };
         [
             self.tx.rto_deadline,
             self.tx.persist_at,
             self.tx.pacer.as_ref().and_then(|p| p.deadline()),
-            self.recovery.next_timer(),
-            self.recovery.poll_timeout(),
+            engine,
         ]
         .into_iter()
         .flatten()
         .min()
     }
 
-    /// Sends what the windows allow: the recovery scheme decides during recovery (or
-    /// always, for a scheme that owns transmission).
+    /// Sends what the windows allow, as the engine decides.
     fn send(&mut self, out: &mut Vec<Seg>) {
-        if self.tx.in_recovery || self.recovery.owns_send() {
-            self.recovery.send(&mut self.tx, out);
-        } else {
-            self.tx.try_send(out);
+        match &mut self.engine {
+            Engine::Classic(c) => c.send(&mut self.tx, out),
+            Engine::Linux(l) => l.send(&mut self.tx, out),
         }
     }
 
@@ -219,7 +232,17 @@ impl Sender {
                     out.push(a);
                 }
                 if tx.state == SenderState::Established {
-                    self.on_ack(seg, out);
+                    match &mut self.engine {
+                        Engine::Classic(c) => c.on_ack(tx, &mut *self.cc, seg, out),
+                        Engine::Linux(l) => {
+                            l.on_ack(tx, &mut *self.cc, seg);
+                            // all data and our FIN acknowledged: the transfer is done
+                            if tx.fin_seq.is_some_and(|fin| tx.snd_una > fin) {
+                                tx.state = SenderState::Done;
+                                tx.rto_deadline = None;
+                            }
+                        }
+                    }
                     self.send(out);
                     self.tx.record();
                 }
@@ -233,9 +256,9 @@ impl Sender {
         tx.snd_una = 1;
         tx.peer_rcv_nxt = seg.seq + 1;
         tx.peer_wnd = seg.wnd;
-        tx.sack_ok = tx.cfg.sack_permitted && seg.syn_opts.is_some_and(|o| o.2);
+        tx.sack_ok = tx.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
         tx.ecn.on_synack(seg.flags);
-        self.recovery = self.recovery_kind.build(tx.sack_ok);
+        self.engine = Engine::new(tx.cfg.recovery, tx.sack_ok);
         if tx.syn_retx {
             tx.rtt.syn_timed_out();
         } else {
@@ -243,7 +266,7 @@ impl Sender {
         }
         // RFC 7323: timestamps when both SYNs carry them; then every segment carries
         // the option and data segments 12 bytes less payload (RFC 6691).
-        tx.ts_ok = tx.cfg.stack.timestamps && seg.ts.is_some();
+        tx.ts_ok = tx.cfg.timestamps && seg.ts.is_some();
         if let (true, Some((tsval, _))) = (tx.ts_ok, seg.ts) {
             tx.ts.recent = Some(tsval);
             tx.st.mss = tx.cfg.mss as u64 - TS_OPT_LEN.min(tx.cfg.mss as u64 - 1);
@@ -262,134 +285,19 @@ impl Sender {
         self.cc.init(&mut tx.st);
         tx.rto_deadline = None;
         out.push(tx.pure_ack());
-        self.recovery.on_established(tx, &mut *self.cc, out);
+        if let Engine::Classic(c) = &mut self.engine {
+            c.on_established(tx, &mut *self.cc, out);
+        }
         tx.try_send(out);
         tx.record();
     }
 
-    fn on_ack(&mut self, seg: &Seg, out: &mut Vec<Seg>) {
-        if self
-            .recovery
-            .on_segment_ack(&mut self.tx, &mut *self.cc, seg, out)
-        {
-            self.check_done();
-            return;
-        }
-        let tx = &mut self.tx;
-        let ack = seg.ack;
-        if ack > tx.snd_max {
-            return; // acknowledges data never sent: ignore (RFC 9293 §3.10.7.4)
-        }
-        let wnd_changed = seg.wnd != tx.peer_wnd;
-        tx.peer_wnd = seg.wnd;
-        // An ACK of the low-priority class answers a probe (TCP-Peach family): never a
-        // duplicate ACK.
-        let probe_ack = seg.class == Class::Low;
-        let ecn_cut = ecn::on_ack(tx, &mut *self.cc, seg.flags, ack);
-        let newly_sacked = match (&seg.sack, tx.sack_ok) {
-            (Some(b), true) => {
-                if let Some(tr) = &mut tx.trace {
-                    for &(l, r) in b.as_slice() {
-                        tr.sack_t_ns.push(tx.st.now.0);
-                        tr.sack_left.push(l);
-                        tr.sack_right.push(r);
-                    }
-                }
-                tx.board.mark_sacked(b)
-            }
-            _ => 0,
-        };
-        if ack > tx.snd_una {
-            let acked = ack - tx.snd_una;
-            // Karn: sample from the newest fully acknowledged segment, and only if no
-            // segment this ACK covers was retransmitted (else the ACK may answer either
-            // transmission, or release data held behind a repaired hole).
-            let (newest, any_retx) = tx.board.ack_to(ack);
-            let mut sample = newest.filter(|_| !any_retx).map(|s| tx.st.now - s.sent_at);
-            if sample.is_none() && tx.ts_ok {
-                // RFC 7323 §4: with timestamps the echo identifies the transmission
-                sample = seg.ts.and_then(|(_, ecr)| ts_rtt(tx.st.now, ecr));
-            }
-            if let Some(r) = sample {
-                tx.take_sample(r);
-            }
-            tx.snd_una = ack;
-            if tx.snd_nxt < ack {
-                tx.snd_nxt = ack;
-            }
-            tx.dupacks = 0;
-            tx.lt_bytes = 0;
-            tx.ack_delivered = acked + newly_sacked;
-            tx.sync_flight();
-            self.cc.pkts_acked(&mut tx.st, acked, sample);
-            let restart = if tx.in_recovery {
-                self.recovery.on_ack(tx, &mut *self.cc, acked, out)
-            } else {
-                if tx.in_loss && ack >= tx.recover_end {
-                    tx.in_loss = false;
-                    self.cc.set_state(&mut tx.st, CaState::Open);
-                }
-                if !ecn_cut {
-                    self.cc.cong_avoid(&mut tx.st, acked);
-                }
-                true
-            };
-            // RFC 6298 (5.2), (5.3)
-            if tx.snd_una == tx.snd_max {
-                tx.rto_deadline = None;
-            } else if restart {
-                tx.restart_rto();
-            }
-            if let Some(fin) = tx.fin_seq {
-                if tx.snd_una > fin {
-                    tx.state = SenderState::Done;
-                    tx.rto_deadline = None;
-                }
-            }
-        } else if ack == tx.snd_una
-            && !probe_ack
-            && seg.len == 0
-            && seg.flags & (SYN | FIN) == 0
-            && tx.snd_max > tx.snd_una
-            && (!wnd_changed || newly_sacked > 0)
-        {
-            // RFC 5681 §2 duplicate ACK (RFC 6675 §2: or one that SACKs new data)
-            tx.dupacks += 1;
-            tx.ack_delivered = newly_sacked;
-            self.recovery.on_dupack(tx, &mut *self.cc, out);
-            if tx.cfg.limited_transmit && tx.dupacks < DUP_THRESH && !tx.in_recovery {
-                tx.limited_transmit(out);
-            }
-        }
-        if probe_ack {
-            let tx = &mut self.tx;
-            tx.stats.extra.probe_acks += 1;
-            self.recovery.on_probe_ack(tx, &mut *self.cc, out);
-        }
-        // pacing in the classic stack: Linux's default rate (`tcp_update_pacing_rate`)
-        let tx = &mut self.tx;
-        if let Some(packets_out) = tx
-            .pacer
-            .as_ref()
-            .map(|_| (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss))
-        {
-            tx.st.pacing_rate = pacing::linux_rate(&tx.st, packets_out);
-        }
-    }
-
-    /// All data and our FIN acknowledged: the transfer is done.
-    fn check_done(&mut self) {
-        let tx = &mut self.tx;
-        if tx.fin_seq.is_some_and(|fin| tx.snd_una > fin) {
-            tx.state = SenderState::Done;
-            tx.rto_deadline = None;
-        }
-    }
-
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Seg>) {
-        if self.recovery.poll_timeout().is_some_and(|t| t <= now) {
-            self.tx.st.now = now;
-            self.recovery.on_timeout(&mut self.tx, &mut *self.cc, out);
+        if let Engine::Classic(c) = &mut self.engine {
+            if c.probe_deadline().is_some_and(|t| t <= now) {
+                self.tx.st.now = now;
+                c.on_probe_deadline(&mut self.tx, &mut *self.cc, out);
+            }
         }
         let tx = &mut self.tx;
         tx.st.now = now;
@@ -415,9 +323,11 @@ impl Sender {
             {
                 self.send(out); // the pacing timer: what was held back may leave now
             }
-            if self.recovery.next_timer().is_some_and(|t| t <= now) {
-                self.recovery.on_timer(&mut self.tx, &mut *self.cc, out);
-                self.send(out);
+            if let Engine::Linux(l) = &mut self.engine {
+                if l.next_timer().is_some_and(|t| t <= now) {
+                    l.on_timer(&mut self.tx, &mut *self.cc, out);
+                    self.send(out);
+                }
             }
         }
         let tx = &mut self.tx;
@@ -434,42 +344,12 @@ impl Sender {
                 out.push(tx.syn());
                 tx.rto_deadline = Some(now + tx.rtt.rto());
             }
-            SenderState::Established if self.recovery.owns_send() => {
-                // the scheme's own timeout processing (Linux `tcp_retransmit_timer`)
-                tx.stats.timeouts += 1;
-                self.recovery.on_rto(tx, &mut *self.cc, out);
-                self.tx.record();
-            }
             SenderState::Established => {
                 tx.stats.timeouts += 1;
-                tx.sync_flight();
-                // RFC 5681 (4) for a segment not yet resent by the retransmission timer
-                // (held constant across repeated timeouts of one segment).
-                if !tx.board.get(tx.snd_una).is_some_and(|s| s.timer_retx) {
-                    tx.st.ssthresh = self.cc.ssthresh(&tx.st);
+                match &mut self.engine {
+                    Engine::Classic(c) => c.on_rto(tx, &mut *self.cc, out),
+                    Engine::Linux(l) => l.on_rto(tx, &mut *self.cc, out),
                 }
-                tx.st.cwnd = tx.st.mss; // loss window
-                tx.in_recovery = false;
-                tx.dupacks = 0;
-                tx.lt_bytes = 0;
-                tx.recover_end = tx.snd_max; // RFC 6582 §4
-                tx.snd_nxt = tx.snd_una; // go back N
-                tx.board.clear_sacked(); // RFC 6675 §5.1: the receiver may renege
-                tx.rtt.back_off();
-                tx.in_loss = true;
-                self.cc.set_state(&mut tx.st, CaState::Loss);
-                self.recovery.on_rto(tx, &mut *self.cc, out);
-                tx.try_send(out);
-                if tx.snd_nxt == tx.snd_una {
-                    // A closed receiver window held the retransmission back: send it
-                    // anyway, as a window probe.
-                    if let Some((len, fin)) = tx.segment_at(tx.snd_una) {
-                        tx.emit(tx.snd_una, len, fin, out);
-                        tx.snd_nxt = tx.snd_una + len as u64 + fin as u64;
-                    }
-                }
-                tx.board.mark_timer_retx(tx.snd_una);
-                tx.rto_deadline = Some(now + tx.rtt.rto());
                 tx.record();
             }
             SenderState::Closed | SenderState::Done => {}
@@ -481,31 +361,19 @@ impl Sender {
 mod tests {
     use super::*;
     use crate::tcp::cc::reno::Reno;
-    use crate::tcp::recovery::RecoveryKind;
+    use crate::tcp::config::TcpKind;
     use crate::time::SimDuration;
 
-    fn sender() -> Sender {
-        let cfg = SenderConfig {
-            mss: 1000,
+    /// A classic NewReno sender of 10 000 bytes, mss 1000, IW 4, no SACK.
+    fn profile() -> TcpProfile {
+        TcpProfile {
             iw_bytes: 4000,
-            initial_rto: SimDuration::from_secs(1),
-            min_rto: SimDuration::from_secs(1),
-            max_rto: SimDuration::from_secs(60),
-            app_bytes: Some(10_000),
-            sack_permitted: false,
-            initial_ssthresh: None,
-            limited_transmit: false,
-            ecn: false,
-            stack: crate::tcp::stack::StackConfig::CLASSIC,
-        };
-        Sender::new(
-            cfg,
-            Box::new(Reno),
-            RecoveryKind::NewReno {
-                partial_ack_timer_every: false,
-            },
-            false,
-        )
+            ..TcpProfile::classic(TcpKind::Newreno, 1000).unwrap()
+        }
+    }
+
+    fn sender() -> Sender {
+        Sender::new(profile(), Some(10_000), Box::new(Reno), false)
     }
 
     fn ack(ack: u64, wnd: u64) -> Seg {
@@ -528,7 +396,7 @@ mod tests {
             (false, true, "newreno"),
         ] {
             let mut s = sender();
-            s.tx.cfg.sack_permitted = offered;
+            s.tx.cfg.sack = offered;
             assert_eq!((s.cc_name(), s.recovery_name()), ("reno", "newreno"));
             let mut out = vec![];
             s.start(SimTime(0), &mut out);
@@ -561,7 +429,7 @@ mod tests {
         ] {
             let mut s = sender();
             s.tx.cfg.mss = mss;
-            s.tx.cfg.stack.timestamps = true;
+            s.tx.cfg.timestamps = true;
             let mut out = vec![];
             s.start(SimTime(0), &mut out);
             let synack = Seg {
@@ -615,14 +483,7 @@ mod tests {
 
     #[test]
     fn a_streaming_sender_closes_with_a_bare_fin() {
-        let cfg = sender().tx.cfg;
-        let mut s = Sender::new_streaming(
-            cfg,
-            Box::new(Reno),
-            RecoveryKind::NewReno {
-                partial_ack_timer_every: false,
-            },
-        );
+        let mut s = Sender::new_streaming(profile(), Box::new(Reno));
         let mut out = vec![];
         s.start(SimTime(0), &mut out);
         let synack = Seg {

@@ -8,35 +8,15 @@
 use super::cc::{CaState, CcState, CongestionControl};
 use super::ecn::EcnSender;
 use super::pacing::Pacer;
+use super::profile::TcpProfile;
 use super::rate;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
-use super::seg::{Seg, ACK, FIN, SYN};
-use super::stack::StackConfig;
+use super::seg::{Seg, ACK, ECE, FIN, SYN};
 use super::timestamps::{ts_clock, TsRecent};
 use super::FlowTrace;
 use crate::element::Class;
 use crate::time::{SimDuration, SimTime};
-
-#[derive(Debug, Clone)]
-pub struct SenderConfig {
-    pub mss: u32,
-    pub iw_bytes: u64,
-    pub initial_rto: SimDuration,
-    pub min_rto: SimDuration,
-    pub max_rto: SimDuration,
-    /// Bytes to send; None = unlimited.
-    pub app_bytes: Option<u64>,
-    pub sack_permitted: bool,
-    /// Initial ssthresh in bytes; None = arbitrarily high (RFC 5681 §3.1).
-    pub initial_ssthresh: Option<u64>,
-    /// RFC 3042 Limited Transmit.
-    pub limited_transmit: bool,
-    /// Offer ECN (RFC 3168).
-    pub ecn: bool,
-    /// The stack profile's mechanisms (timestamps, Linux machinery, pacing, ...).
-    pub stack: StackConfig,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SenderState {
@@ -87,7 +67,8 @@ pub const OWN_WINDOW: u64 = 65_535;
 /// The sender's state and transmission machinery, shared by the congestion control and
 /// the recovery scheme.
 pub struct Tx {
-    pub cfg: SenderConfig,
+    /// The flow's TCP profile.
+    pub cfg: TcpProfile,
     pub st: CcState,
     pub state: SenderState,
     pub snd_una: u64,
@@ -133,13 +114,15 @@ pub struct Tx {
     pub ts: TsRecent,
     /// Pacing (Linux internal pacing) when on.
     pub pacer: Option<Pacer>,
-    /// Start of the current send phase (Linux `first_tx_mstamp`, rate sampling).
-    pub(crate) first_tx: SimTime,
+    /// Delivery-rate sampling (the Linux stack): the start of the current send phase
+    /// (Linux `first_tx_mstamp`); None when the profile does not sample rates.
+    pub(crate) first_tx: Option<SimTime>,
     /// Bytes delivered (cumulatively or newly SACKed) by the ACK being processed
     /// (RFC 6937 DeliveredData).
     pub ack_delivered: u64,
-    /// Linux cwnd validation state.
-    pub(crate) cwnd_use: CwndUse,
+    /// Linux cwnd validation (`tcp_cwnd_validate`) when the profile has it; None: the
+    /// classic rule (cwnd counts as used unless the receiver's window is smaller).
+    pub(crate) cwnd_use: Option<CwndUse>,
 }
 
 /// Linux `is_cwnd_limited`, `max_packets_out` (bytes), `cwnd_usage_seq`.
@@ -196,12 +179,8 @@ impl Tx {
             seq: 0,
             ack: 0,
             wnd: OWN_WINDOW,
-            syn_opts: Some((self.cfg.mss.min(65_535) as u16, 0, self.cfg.sack_permitted)),
-            ts: self
-                .cfg
-                .stack
-                .timestamps
-                .then(|| (ts_clock(self.st.now), 0)),
+            syn_opts: Some((self.cfg.mss.min(65_535) as u16, 0, self.cfg.sack)),
+            ts: self.cfg.timestamps.then(|| (ts_clock(self.st.now), 0)),
             ..Default::default()
         }
     }
@@ -243,10 +222,11 @@ impl Tx {
         let now = self.st.now;
         let end = seq + len as u64 + fin as u64;
         let retx = seq < self.snd_max;
-        let stamp = self.cfg.stack.linux.then(|| {
-            let nothing_out = self.snd_una == self.snd_max;
-            rate::stamp(&mut self.st, &mut self.first_tx, nothing_out)
-        });
+        let nothing_out = self.snd_una == self.snd_max;
+        let stamp = self
+            .first_tx
+            .as_mut()
+            .map(|first_tx| rate::stamp(&mut self.st, first_tx, nothing_out));
         if retx {
             self.board.mark_retransmitted_stamped(seq, now, stamp);
         } else {
@@ -340,7 +320,7 @@ impl Tx {
         if self.state != SenderState::Established {
             return;
         }
-        if !self.cfg.stack.linux {
+        if self.cwnd_use.is_none() {
             self.st.cwnd_limited = self.st.cwnd <= self.peer_wnd;
         }
         if let Some(p) = &mut self.pacer {
@@ -373,9 +353,7 @@ impl Tx {
             self.persist_backoff = 0;
         }
         self.sync_flight();
-        if self.cfg.stack.linux {
-            self.cwnd_validate();
-        }
+        self.cwnd_validate();
     }
 
     /// Arms the zero-window probe timer (RTO, doubling, at most 60 s).
@@ -400,11 +378,12 @@ impl Tx {
     /// used if the flight reached it at some point of the current window; in slow start
     /// it may also grow up to twice the largest flight of the window. Growth is not
     /// allowed otherwise (a receive-window- or application-limited sender keeps cwnd).
+    /// Does nothing for a profile without it.
     pub(crate) fn cwnd_validate(&mut self) {
         let in_flight = self.in_flight();
         let packets_out = self.snd_max - self.snd_una;
         let is_limited = in_flight + self.st.mss > self.st.cwnd;
-        let v = &mut self.cwnd_use;
+        let Some(v) = &mut self.cwnd_use else { return };
         if self.snd_una >= v.usage_seq || is_limited || (!v.limited && packets_out > v.max_out) {
             v.limited = is_limited;
             v.max_out = packets_out;
@@ -457,6 +436,47 @@ impl Tx {
         if let Some(tr) = &mut self.trace {
             tr.rtt_t_ns.push(self.st.now.0);
             tr.rtt_ns.push(r.0);
+        }
+    }
+
+    /// RFC 3168 §6.1.2: the response to an ACK acknowledging up to `ack` with `flags`
+    /// (the classic engine; the Linux engine enters its CWR state instead). Returns
+    /// whether it reduced the window (then the ACK does not grow it).
+    pub(crate) fn ecn_response(
+        &mut self,
+        cc: &mut dyn CongestionControl,
+        flags: u8,
+        ack: u64,
+    ) -> bool {
+        let e = &self.ecn;
+        if !e.on
+            || flags & ECE == 0
+            || self.in_recovery
+            || self.in_loss
+            || ack <= e.high
+            || ack < self.recover_end
+        {
+            return false;
+        }
+        self.sync_flight();
+        self.st.ssthresh = cc.ssthresh(&self.st);
+        self.st.cwnd = self.st.ssthresh;
+        self.ecn.high = self.snd_max;
+        self.queue_cwr();
+        self.stats.extra.ecn_reductions += 1;
+        true
+    }
+
+    /// Whether an ACK with `flags` echoes congestion on a connection that negotiated ECN.
+    pub(crate) fn ece(&self, flags: u8) -> bool {
+        self.ecn.on && flags & ECE != 0
+    }
+
+    /// The next new data segment carries CWR (after a window reduction; the Linux engine
+    /// calls this on every reduction, as `tcp_ecn_queue_cwr`).
+    pub(crate) fn queue_cwr(&mut self) {
+        if self.ecn.on {
+            self.ecn.cwr_pending = true;
         }
     }
 

@@ -44,8 +44,9 @@ use crate::error::{err, ScenarioError};
 use crate::net::packet::{Packet, ACK, RST, SYN};
 use crate::stats::{Last, Peak};
 use crate::tcp::cc::hybla::HyblaSpec;
-use crate::tcp::cc::CcConfig;
-use crate::tcp::config::TcpKind;
+use crate::tcp::config::{FlowSpec, IwSpec, TcpKind};
+use crate::tcp::profile::{TcpProfile, MIN_TIMER};
+use crate::tcp::stack::Stack;
 use crate::time::{Rate, SimDuration, SimTime};
 use crate::units::{Bytes, Duration, RateQ};
 use schemars::JsonSchema;
@@ -101,16 +102,24 @@ pub struct GatewaySpec {
     /// gateway's link with the longest round-trip propagation delay).
     #[serde(default)]
     pub uplink: Option<String>,
-    /// Split mode: congestion control toward the client (default newreno).
+    /// Split mode: congestion control toward the client (default newreno; "bbr" implies
+    /// stack = "linux").
     #[serde(default)]
-    pub tcp: Option<TcpKind>,
+    pub tcp: Option<SplitTcp>,
+    /// Split mode: the stack of the connection toward the client, "classic" (default) or
+    /// "linux" (its defaults for SACK and the initial window apply unless `sack` and `iw`
+    /// say otherwise).
+    #[serde(default)]
+    pub stack: Option<Stack>,
     /// Split mode: options of `tcp = "hybla"`.
     #[serde(default)]
     pub hybla: Option<HyblaSpec>,
-    /// Split mode: offer SACK toward the client (default false).
+    /// Split mode: offer SACK toward the client (default: the stack's, false on the
+    /// classic stack).
     #[serde(default)]
     pub sack: Option<bool>,
-    /// Split mode: initial window toward the client, segments (default 1).
+    /// Split mode: initial window toward the client, segments (default: the stack's, 1
+    /// on the classic stack).
     #[serde(default)]
     pub iw: Option<u32>,
     /// Buffer per connection (default 1MB).
@@ -174,13 +183,42 @@ pub enum GatewayMode {
     Split,
 }
 
+/// The congestion controls the split gateway runs toward the client: every `tcp = ...`
+/// variant but the TCP-Peach family, whose probes need a receiver that flags probe ACKs
+/// (the client is unmodified).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SplitTcp {
+    Tahoe,
+    Reno,
+    #[default]
+    Newreno,
+    Hybla,
+    Cubic,
+    Bbr,
+}
+
+impl SplitTcp {
+    pub fn kind(self) -> TcpKind {
+        match self {
+            SplitTcp::Tahoe => TcpKind::Tahoe,
+            SplitTcp::Reno => TcpKind::Reno,
+            SplitTcp::Newreno => TcpKind::Newreno,
+            SplitTcp::Hybla => TcpKind::Hybla,
+            SplitTcp::Cubic => TcpKind::Cubic,
+            SplitTcp::Bbr => TcpKind::Bbr,
+        }
+    }
+}
+
 /// Split mode: the gateway terminates the server's connection and sends the data on
 /// its own connection to the client.
 #[derive(Debug, Clone)]
 pub struct SplitConfig {
-    pub cc: CcConfig,
-    pub tcp: TcpKind,
-    pub sack: bool,
+    /// The profile of the connection toward the client (its segment size is the
+    /// server's, per connection).
+    pub leg: TcpProfile,
+    /// Its initial window in segments.
     pub iw_segments: u32,
 }
 
@@ -234,13 +272,14 @@ impl GatewaySpec {
         let split = self.mode == Some(GatewayMode::Split);
         if !split
             && (self.tcp.is_some()
+                || self.stack.is_some()
                 || self.sack.is_some()
                 || self.iw.is_some()
                 || self.hybla.is_some())
         {
             return err(
                 format!("{path}.mode"),
-                "tcp, hybla, sack and iw apply to mode = \"split\"",
+                "tcp, stack, hybla, sack and iw apply to mode = \"split\"",
             );
         }
         if self.iw == Some(0) {
@@ -279,23 +318,26 @@ impl GatewaySpec {
                 "must be positive (omit it for the uplink's bandwidth-delay product)",
             );
         }
+        let min_rto = self
+            .min_rto
+            .map(|d| d.0)
+            .unwrap_or(SimDuration::from_secs(1));
         let split = if split {
-            let tcp = self.tcp.unwrap_or_default();
-            if tcp.peach_variant().is_some() {
-                return err(
-                    format!("{path}.tcp"),
-                    format!(
-                        "{:?} needs a receiver that flags probe ACKs; the split gateway \
-                         offers tahoe, reno, newreno and hybla",
-                        tcp.name()
-                    ),
-                );
-            }
+            // the variant/stack table and the stacks' defaults, as for a flow
+            let spec = FlowSpec {
+                tcp: Some(self.tcp.unwrap_or_default().kind()),
+                stack: self.stack,
+                hybla: self.hybla.clone(),
+                sack: self.sack,
+                iw: self.iw.map(IwSpec::Segments),
+                ..FlowSpec::default()
+            };
+            let mut leg = TcpProfile::resolve(&spec, path)?;
+            leg.rto.min = min_rto;
+            leg.rto.max = leg.rto.max.max(min_rto);
             Some(SplitConfig {
-                cc: tcp.cc(self.hybla.as_ref(), path)?,
-                tcp,
-                sack: self.sack.unwrap_or(false),
-                iw_segments: self.iw.unwrap_or(1),
+                iw_segments: (leg.iw_bytes / leg.mss as u64) as u32,
+                leg,
             })
         } else {
             None
@@ -306,10 +348,7 @@ impl GatewaySpec {
             window: self.window.map(|b| b.0),
             pace: self.pace.map(|r| r.0),
             dupthresh: self.dupthresh.unwrap_or(3),
-            min_rto: self
-                .min_rto
-                .map(|d| d.0)
-                .unwrap_or(SimDuration::from_secs(1)),
+            min_rto,
             initial_rto: SimDuration::from_secs(1),
             fail_at: self.fail_at.map(|d| SimTime(d.0 .0)),
             recover_guard: self.recover_guard.unwrap_or(true),
@@ -330,7 +369,7 @@ impl GatewaySpec {
         if cfg.buffer == 0 {
             return err(format!("{path}.buffer"), "must be positive");
         }
-        if cfg.min_rto < crate::tcp::config::MIN_TIMER {
+        if cfg.min_rto < MIN_TIMER {
             return err(format!("{path}.min_rto"), "must be at least 1ms");
         }
         if cfg.dupthresh == 0 {

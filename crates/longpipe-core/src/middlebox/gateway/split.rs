@@ -10,12 +10,11 @@
 use super::{ConnKey, Dir, GatewayConfig, GatewayCounters, SplitConfig};
 use crate::net::packet::Packet;
 use crate::rng::stable_hash;
-use crate::tcp::config::PartialAckTimer;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side};
-use crate::tcp::receiver::{Receiver, ReceiverConfig};
+use crate::tcp::profile::TcpProfile;
+use crate::tcp::receiver::Receiver;
 use crate::tcp::rtt::RtoBounds;
-use crate::tcp::sender::{Sender, SenderConfig};
-use crate::tcp::stack::StackConfig;
+use crate::tcp::sender::Sender;
 use crate::time::{SimDuration, SimTime};
 
 pub struct SplitConn {
@@ -49,39 +48,30 @@ impl SplitConn {
     ) -> Self {
         let (server, server_port, client, client_port) = k;
         let mss = syn.seg.opts.mss.map_or(536, |m| m as u32);
-        let rx = Receiver::new(ReceiverConfig {
-            mss,
-            buffer: cfg.buffer,
-            delayed_ack: true,
-            delayed_ack_timeout: SimDuration::from_millis(200),
+        // toward the server: a classic receiver of the gateway's buffer, SACK if the
+        // server offered it
+        let rx_profile = TcpProfile {
+            rwnd: cfg.buffer,
             sack: syn.seg.opts.sack_permitted,
-            app_bytes: None,
-            ecn: false,
-            flag_probe_acks: false,
             rto: RtoBounds {
                 initial: cfg.initial_rto,
                 min: cfg.min_rto,
                 max: SimDuration::from_secs(60),
             },
-            stack: StackConfig::CLASSIC,
-        });
-        let tx = Sender::new_streaming(
-            SenderConfig {
-                mss,
-                iw_bytes: split.iw_segments as u64 * mss as u64,
-                initial_rto: cfg.initial_rto,
-                min_rto: cfg.min_rto,
-                max_rto: SimDuration::from_secs(60),
-                app_bytes: None,
-                sack_permitted: split.sack,
-                initial_ssthresh: None,
-                limited_transmit: false,
-                ecn: false,
-                stack: StackConfig::CLASSIC,
+            ..TcpProfile::classic_newreno(mss)
+        };
+        let rx = Receiver::new(rx_profile, None);
+        // toward the client: the split mode's profile with the server's segment size
+        let leg = TcpProfile {
+            mss,
+            iw_bytes: split.iw_segments as u64 * mss as u64,
+            rto: RtoBounds {
+                initial: cfg.initial_rto,
+                ..split.leg.rto
             },
-            split.cc.build(),
-            split.tcp.recovery(PartialAckTimer::First),
-        );
+            ..split.leg
+        };
+        let tx = Sender::new_streaming(leg, leg.cc.build());
         let to_server = Endpoint::new(
             Side::Receiver(Box::new(rx)),
             Addrs {

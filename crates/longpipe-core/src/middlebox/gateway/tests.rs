@@ -244,6 +244,47 @@ fn zero_window_and_zero_iw_are_refused() {
     assert_eq!(e.path, "node[0].gateway.iw");
 }
 
+#[test]
+fn split_mode_resolves_its_leg_through_the_variant_table() {
+    let spec = |t: &str| {
+        serde_json::from_str::<GatewaySpec>(t)
+            .unwrap()
+            .resolve("node[0].gateway")
+    };
+    // the classic stack's defaults (NewReno, IW 1, no SACK) unless told
+    let c = spec(r#"{"mode":"split"}"#).unwrap();
+    let s = c.split.unwrap();
+    assert_eq!(
+        (s.leg.cc.name(), s.leg.recovery_name(), s.iw_segments),
+        ("reno", "newreno", 1)
+    );
+    // BBR implies the Linux stack, whose defaults apply
+    let s = spec(r#"{"mode":"split","tcp":"bbr"}"#)
+        .unwrap()
+        .split
+        .unwrap();
+    assert_eq!(
+        (s.leg.stack.name(), s.leg.cc.name(), s.iw_segments),
+        ("linux", "bbr", 10)
+    );
+    assert!(s.leg.sack && s.leg.pacing);
+    // a refusal names a key the gateway has
+    let e = spec(r#"{"mode":"split","tcp":"bbr","stack":"classic"}"#).unwrap_err();
+    assert_eq!(e.path, "node[0].gateway.stack");
+    let e = spec(r#"{"mode":"split","tcp":"tahoe","stack":"linux"}"#).unwrap_err();
+    assert_eq!(e.path, "node[0].gateway.stack");
+    // the Peach family is not a split-mode variant; stack is a split-mode key
+    assert!(serde_json::from_str::<GatewaySpec>(r#"{"mode":"split","tcp":"peach"}"#).is_err());
+    let e = spec(r#"{"stack":"linux"}"#).unwrap_err();
+    assert_eq!(e.path, "node[0].gateway.mode");
+    // the gateway's min_rto applies to its leg
+    let s = spec(r#"{"mode":"split","min_rto":"300ms"}"#)
+        .unwrap()
+        .split
+        .unwrap();
+    assert_eq!(s.leg.rto.min, SimDuration::from_millis(300));
+}
+
 /// A greedy server on connection `port`: sends in-order 1000 B segments while the
 /// latest spoofed ACK's window allows; returns how many the gateway took.
 fn fill(gw: &mut Gateway, port: u16, s_isn: u32, t: u64) -> u32 {

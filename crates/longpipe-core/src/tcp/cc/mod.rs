@@ -52,6 +52,17 @@ impl CcConfig {
     pub fn build(&self) -> Box<dyn CongestionControl> {
         self.build_seeded(0)
     }
+
+    /// The algorithm's name (its [`CongestionControl::name`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CcConfig::Reno | CcConfig::LinuxReno => "reno",
+            CcConfig::Hybla(_) => "hybla",
+            CcConfig::Peach => "peach",
+            CcConfig::Cubic => "cubic",
+            CcConfig::Bbr => "bbr",
+        }
+    }
 }
 
 /// Sender state a congestion control may read and change.

@@ -1,45 +1,40 @@
-//! Loss-recovery schemes: what the sender does on duplicate ACKs and on ACKs that
-//! arrive during a recovery episode. Separate from congestion control (window growth
-//! and the reduction on loss), as in ns-3 (`TcpRecoveryOps`) and Linux. One file per
-//! scheme; [`RecoveryKind::build`] is the one place that names them.
+//! The classic engine's loss-recovery schemes: what the sender does on duplicate ACKs and
+//! on ACKs that arrive during a recovery episode. Separate from congestion control
+//! (window growth and the reduction on loss), as in ns-3 (`TcpRecoveryOps`) and Linux.
+//! One file per scheme; [`RecoveryKind::classic`] is the one place that names them.
 //!
 //! - [`tahoe`]: 4.3BSD-Tahoe fast retransmit, then slow start from one segment.
 //! - [`reno`]: RFC 5681 §3.2 fast retransmit / fast recovery.
 //! - [`newreno`]: RFC 6582 fast recovery with partial ACKs.
 //! - [`sack`]: RFC 6675 conservative SACK-based loss recovery (used by Reno and NewReno
-//!   when SACK is negotiated).
+//!   when SACK is negotiated), with RFC 6937 PRR ([`prr`], shared with the Linux engine).
 //! - [`peach`]: TCP-Peach (Sudden Start, Rapid Recovery with dummy segments),
 //!   TCP-Peach+ (Jump Start, Quick Recovery with NIL segments) and the experimental
-//!   TCP-Cherry: schemes that also send low-priority probes, so they use the optional
-//!   hooks below (a timer for pacing probes, the ACKs that answer probes, the start of
-//!   the connection and the retransmission timeout).
+//!   TCP-Cherry: schemes that also send low-priority probes, through the
+//!   [`crate::tcp::probe::Prober`] interface.
 //!
 //! A scheme acts on the sender's [`Tx`] (state, scoreboard, transmission) and may ask
-//! the congestion control for ssthresh; the sender core handles everything else: RTT
-//! and RTO (RFC 6298), the retransmission timeout (RFC 5681 (4)), window growth outside
-//! recovery, Limited Transmit (RFC 3042).
+//! the congestion control for ssthresh; the classic engine ([`crate::tcp::classic`])
+//! handles everything else: RTT and RTO (RFC 6298), the retransmission timeout (RFC 5681
+//! (4)), window growth outside recovery, Limited Transmit (RFC 3042). The Linux stack's
+//! recovery is its own engine ([`crate::tcp::linux`]), not a scheme.
 
-pub mod linux;
-mod linux_ack;
-mod linux_xmit;
 pub mod newreno;
 pub mod peach;
 pub mod prr;
-pub mod rack;
 pub mod reno;
 pub mod sack;
 pub mod tahoe;
-pub mod tlp;
 
 use super::cc::CongestionControl;
+use super::probe::Prober;
 use super::seg::Seg;
 use super::tx::Tx;
-use crate::time::SimTime;
 
 /// RFC 5681 / 6582 / 6675 DupThresh.
 pub const DUP_THRESH: u32 = 3;
 
-/// A loss-recovery scheme.
+/// A loss-recovery scheme of the classic engine.
 pub trait Recovery: Send {
     fn name(&self) -> &'static str;
     /// A duplicate ACK arrived (`tx.dupacks` already counts it). May start an episode
@@ -59,60 +54,16 @@ pub trait Recovery: Send {
     fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
         tx.try_send(out);
     }
-    /// The connection is established, before the first data is sent (cwnd = IW).
-    fn on_established(
-        &mut self,
-        _tx: &mut Tx,
-        _cc: &mut dyn CongestionControl,
-        _out: &mut Vec<Seg>,
-    ) {
-    }
-    /// An ACK that answers a low-priority probe arrived (after its cumulative ACK and
-    /// SACK blocks were processed; it never counts as a duplicate ACK).
-    fn on_probe_ack(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {
-    }
-    /// The scheme's probe timer (TCP-Peach family: pacing of probes), if set. Unlike
-    /// [`Recovery::next_timer`] it runs in every sender state (the scheme clears it once
-    /// the connection is no longer established) and no transmission follows it.
-    fn poll_timeout(&self) -> Option<SimTime> {
+    /// The scheme's low-priority probing, if it probes (the TCP-Peach family).
+    fn prober(&self) -> Option<&dyn Prober> {
         None
     }
-    /// Runs the probe timer (`tx.st.now` is the time).
-    fn on_timeout(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
-
-    // Hooks of schemes that run the whole ACK path themselves (the Linux stack); the
-    // defaults keep the classic division of work.
-
-    /// Processes an ACK entirely (Linux `tcp_ack`): returns true if it did, and the
-    /// sender core then skips duplicate-ACK counting and window growth.
-    fn on_segment_ack(
-        &mut self,
-        _tx: &mut Tx,
-        _cc: &mut dyn CongestionControl,
-        _seg: &Seg,
-        _out: &mut Vec<Seg>,
-    ) -> bool {
-        false
-    }
-    /// Whether [`Recovery::send`] decides every transmission, in recovery or not; such
-    /// a scheme also handles the retransmission timeout ([`Recovery::on_rto`]).
-    fn owns_send(&self) -> bool {
-        false
-    }
-    /// The scheme's own timer (RACK reordering window, tail loss probe), run while the
-    /// connection is established and followed by a transmission.
-    fn next_timer(&self) -> Option<SimTime> {
+    fn prober_mut(&mut self) -> Option<&mut dyn Prober> {
         None
     }
-    /// Its timer expired.
-    fn on_timer(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
-    /// A retransmission timeout fired. A classic scheme is told after the sender applied
-    /// RFC 5681 (4) (cwnd = 1 MSS, go back N), before the retransmission is sent; a
-    /// scheme with [`Recovery::owns_send`] does the whole timeout processing here.
-    fn on_rto(&mut self, _tx: &mut Tx, _cc: &mut dyn CongestionControl, _out: &mut Vec<Seg>) {}
 }
 
-/// The recovery scheme of a `tcp = ...` choice.
+/// The loss recovery of a profile (`TcpProfile::recovery`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecoveryKind {
     Tahoe,
@@ -124,20 +75,28 @@ pub enum RecoveryKind {
     },
     /// TCP-Peach, TCP-Peach+ or TCP-Cherry (their own recovery, SACK or not).
     Peach(peach::PeachConfig),
-    /// The Linux stack's recovery state machine (PRR, RACK-TLP, undo) when SACK is
-    /// negotiated; NewReno otherwise.
+    /// The Linux engine (PRR, RACK-TLP, undo) when SACK is negotiated; NewReno's
+    /// recovery in the classic engine otherwise.
     Linux,
 }
 
 impl RecoveryKind {
-    /// The scheme for a connection; `sack` when SACK was negotiated.
-    pub fn build(self, sack: bool) -> Box<dyn Recovery> {
+    /// Whether a connection with this recovery runs the Linux engine; `sack` when SACK
+    /// was negotiated.
+    pub fn linux_engine(self, sack: bool) -> bool {
+        self == RecoveryKind::Linux && sack
+    }
+
+    /// The classic engine's scheme for a connection; `sack` when SACK was negotiated
+    /// (RFC 6675 replaces Reno's and NewReno's; the Linux profile without SACK recovers
+    /// as NewReno).
+    pub fn classic(self, sack: bool) -> Box<dyn Recovery> {
         match (self, sack) {
             (RecoveryKind::Tahoe, _) => Box::new(tahoe::Tahoe),
             (RecoveryKind::Peach(c), _) => Box::new(peach::Peach::new(c, sack)),
-            (RecoveryKind::Linux, true) => Box::new(linux::Linux::default()),
-            (RecoveryKind::Linux, false) => Box::new(newreno::NewReno::new(false)),
-            (_, true) => Box::new(sack::Sack::default()),
+            (RecoveryKind::Reno | RecoveryKind::NewReno { .. }, true) => {
+                Box::new(sack::Sack::default())
+            }
             (RecoveryKind::Reno, false) => Box::new(reno::Reno),
             (
                 RecoveryKind::NewReno {
@@ -145,6 +104,7 @@ impl RecoveryKind {
                 },
                 false,
             ) => Box::new(newreno::NewReno::new(partial_ack_timer_every)),
+            (RecoveryKind::Linux, _) => Box::new(newreno::NewReno::new(false)),
         }
     }
 }
@@ -155,6 +115,10 @@ mod tests {
 
     #[test]
     fn each_kind_builds_its_scheme_and_sack_replaces_the_reno_family_only() {
+        // only the Peach family probes
+        for k in [RecoveryKind::Tahoe, RecoveryKind::Reno, RecoveryKind::Linux] {
+            assert!(k.classic(true).prober().is_none());
+        }
         let nr = RecoveryKind::NewReno {
             partial_ack_timer_every: false,
         };
@@ -167,8 +131,10 @@ mod tests {
             (nr, true, "sack"),
             (RecoveryKind::Linux, false, "newreno"),
         ] {
-            assert_eq!(kind.build(sack).name(), name, "{kind:?} sack {sack}");
+            assert_eq!(kind.classic(sack).name(), name, "{kind:?} sack {sack}");
+            assert!(!kind.linux_engine(sack));
         }
+        assert!(RecoveryKind::Linux.linux_engine(true));
         for (variant, name) in [
             (peach::Variant::Peach, "peach"),
             (peach::Variant::PeachPlus, "peach+"),
@@ -176,7 +142,8 @@ mod tests {
         ] {
             let c = peach::PeachSpec::resolve(None, variant, "flow[0].peach").unwrap();
             for sack in [false, true] {
-                assert_eq!(RecoveryKind::Peach(c).build(sack).name(), name);
+                assert_eq!(RecoveryKind::Peach(c).classic(sack).name(), name);
+                assert!(RecoveryKind::Peach(c).classic(sack).prober().is_some());
             }
         }
     }

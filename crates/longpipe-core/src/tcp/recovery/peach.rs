@@ -52,6 +52,7 @@ use super::{Recovery, DUP_THRESH};
 use crate::element::Class;
 use crate::error::{err, ScenarioError};
 use crate::tcp::cc::{peach::on_probe_ack, CaState, CongestionControl};
+use crate::tcp::probe::Prober;
 use crate::tcp::sack::Next;
 use crate::tcp::seg::Seg;
 use crate::tcp::tx::{SenderState, Tx};
@@ -65,6 +66,17 @@ pub enum Variant {
     Peach,
     PeachPlus,
     Cherry,
+}
+
+impl Variant {
+    /// The scenario's name (`tcp = ...`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Peach => "peach",
+            Variant::PeachPlus => "peach+",
+            Variant::Cherry => "cherry",
+        }
+    }
 }
 
 /// How the receiver lets the sender tell the ACKs of probes apart.
@@ -152,7 +164,8 @@ impl PeachSpec {
     }
 }
 
-/// The family's sender-side algorithms (a [`Recovery`] scheme with the probe hooks).
+/// The family's sender-side algorithms: a classic [`Recovery`] scheme that is its own
+/// [`Prober`].
 pub struct Peach {
     c: PeachConfig,
     /// SACK negotiated (Peach+ and Cherry find missing segments on the scoreboard).
@@ -399,18 +412,7 @@ impl Peach {
 
 impl Recovery for Peach {
     fn name(&self) -> &'static str {
-        match self.c.variant {
-            Variant::Peach => "peach",
-            Variant::PeachPlus => "peach+",
-            Variant::Cherry => "cherry",
-        }
-    }
-
-    fn on_established(&mut self, tx: &mut Tx, _cc: &mut dyn CongestionControl, _: &mut Vec<Seg>) {
-        // cwnd = 1; congestion avoidance after the start phase (ssthresh = cwnd)
-        tx.st.cwnd = tx.st.mss;
-        tx.st.ssthresh = tx.st.mss;
-        self.start_phase(tx);
+        self.c.variant.name()
     }
 
     fn on_dupack(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
@@ -453,6 +455,23 @@ impl Recovery for Peach {
         }
     }
 
+    fn prober(&self) -> Option<&dyn Prober> {
+        Some(self)
+    }
+
+    fn prober_mut(&mut self) -> Option<&mut dyn Prober> {
+        Some(self)
+    }
+}
+
+impl Prober for Peach {
+    fn on_established(&mut self, tx: &mut Tx, _cc: &mut dyn CongestionControl, _: &mut Vec<Seg>) {
+        // cwnd = 1; congestion avoidance after the start phase (ssthresh = cwnd)
+        tx.st.cwnd = tx.st.mss;
+        tx.st.ssthresh = tx.st.mss;
+        self.start_phase(tx);
+    }
+
     fn on_probe_ack(&mut self, tx: &mut Tx, _cc: &mut dyn CongestionControl, _: &mut Vec<Seg>) {
         if tx.in_recovery {
             // NIL ACK
@@ -465,14 +484,14 @@ impl Recovery for Peach {
         }
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn deadline(&self) -> Option<SimTime> {
         match (self.next_probe, self.next_ca_probe) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn on_timeout(&mut self, tx: &mut Tx, _cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
+    fn on_deadline(&mut self, tx: &mut Tx, _cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
         let now = tx.st.now;
         if tx.state != SenderState::Established {
             self.next_probe = None;
@@ -517,28 +536,27 @@ mod tests {
     //! by segment against figs. 2–3.
     use super::*;
     use crate::tcp::cc::peach::PeachCc;
+    use crate::tcp::profile::TcpProfile;
     use crate::tcp::recovery::RecoveryKind;
     use crate::tcp::seg::{SackList, ACK, SYN};
-    use crate::tcp::sender::{Sender, SenderConfig};
+    use crate::tcp::sender::Sender;
 
     const MS: u64 = 1_000_000;
 
     fn sender(variant: Variant, sack: bool) -> Sender {
-        let cfg = SenderConfig {
-            mss: 1000,
-            iw_bytes: 4000,
-            initial_rto: SimDuration::from_secs(3),
-            min_rto: SimDuration::from_secs(3),
-            max_rto: SimDuration::from_secs(60),
-            app_bytes: None,
-            sack_permitted: sack,
-            initial_ssthresh: None,
-            limited_transmit: false,
-            ecn: false,
-            stack: crate::tcp::stack::StackConfig::CLASSIC,
-        };
         let pc = PeachSpec::resolve(None, variant, "p").unwrap();
-        Sender::new(cfg, Box::new(PeachCc), RecoveryKind::Peach(pc), false)
+        let cfg = TcpProfile {
+            iw_bytes: 4000,
+            rto: crate::tcp::rtt::RtoBounds {
+                initial: SimDuration::from_secs(3),
+                min: SimDuration::from_secs(3),
+                max: SimDuration::from_secs(60),
+            },
+            sack,
+            recovery: RecoveryKind::Peach(pc),
+            ..TcpProfile::classic(crate::tcp::config::TcpKind::Newreno, 1000).unwrap()
+        };
+        Sender::new(cfg, None, Box::new(PeachCc), false)
     }
 
     /// SYN at 0, SYN-ACK (window `wnd`) at 100 ms: RTT 100 ms. Returns what the
@@ -551,7 +569,7 @@ mod tests {
             flags: SYN | ACK,
             ack: 1,
             wnd,
-            syn_opts: Some((1000, 0, s.tx.cfg.sack_permitted)),
+            syn_opts: Some((1000, 0, s.tx.cfg.sack)),
             ..Default::default()
         };
         s.on_segment(SimTime(100 * MS), &synack, &mut out);
@@ -886,7 +904,7 @@ mod tests {
         c.restart_after_rto = false;
         let mut p = Peach::new(c, false);
         p.on_rto(&mut s.tx, &mut PeachCc, &mut vec![]);
-        assert_eq!(p.poll_timeout(), None);
+        assert_eq!(p.deadline(), None);
     }
 
     #[test]
@@ -920,20 +938,14 @@ mod tests {
 
     #[test]
     fn flagged_receiver_answers_each_probe_at_once_with_a_low_priority_ack() {
-        use crate::tcp::receiver::{Receiver, ReceiverConfig};
+        use crate::tcp::receiver::Receiver;
         for flag in [true, false] {
-            let mut r = Receiver::new(ReceiverConfig {
-                mss: 1000,
-                buffer: 100_000,
-                delayed_ack: true,
-                delayed_ack_timeout: SimDuration::from_millis(200),
-                sack: false,
-                app_bytes: None,
-                ecn: false,
+            let cfg = TcpProfile {
+                rwnd: 100_000,
                 flag_probe_acks: flag,
-                rto: crate::tcp::rtt::RtoBounds::default(),
-                stack: crate::tcp::stack::StackConfig::CLASSIC,
-            });
+                ..TcpProfile::classic(crate::tcp::config::TcpKind::Newreno, 1000).unwrap()
+            };
+            let mut r = Receiver::new(cfg, None);
             let mut out = vec![];
             let t = SimTime(0);
             r.on_segment(

@@ -38,11 +38,7 @@ impl Sack {
         tx.sync_flight();
         tx.st.ssthresh = tx.loss_ssthresh(cc);
         // RFC 6937: RecoverFS = snd.nxt − snd.una
-        self.prr = tx
-            .cfg
-            .stack
-            .prr
-            .then(|| Prr::start(tx.snd_max - tx.snd_una));
+        self.prr = tx.cfg.prr.then(|| Prr::start(tx.snd_max - tx.snd_una));
         if self.prr.is_none() {
             tx.st.cwnd = tx.st.ssthresh;
         }

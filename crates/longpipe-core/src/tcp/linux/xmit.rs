@@ -2,8 +2,8 @@
 //! new data within cwnd − in_flight (`tcp_write_xmit`), and the tail loss probe
 //! (`tcp_schedule_loss_probe`, `tcp_send_loss_probe`).
 
-use super::linux::Linux;
 use super::tlp::Tlp;
+use super::Linux;
 use crate::tcp::cc::CaState;
 use crate::tcp::seg::Seg;
 use crate::tcp::timestamps::ts_clock;
@@ -80,10 +80,7 @@ impl Linux {
     pub(super) fn schedule_probe(&mut self, tx: &Tx, advancing: bool) {
         self.tlp.deadline = None;
         let packets_out = (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss);
-        if !tx.cfg.stack.rack
-            || packets_out == 0
-            || !matches!(self.state, CaState::Open | CaState::Cwr)
-        {
+        if !tx.cfg.rack || packets_out == 0 || !matches!(self.state, CaState::Open | CaState::Cwr) {
             return;
         }
         let now = tx.st.now;
@@ -93,7 +90,7 @@ impl Linux {
             tx.rto_deadline
                 .map_or(tx.rtt.rto(), |d| d.saturating_sub(now))
         };
-        let pto = Tlp::pto(tx.st.srtt, packets_out, tx.cfg.min_rto, rto_left);
+        let pto = Tlp::pto(tx.st.srtt, packets_out, tx.cfg.rto.min, rto_left);
         self.tlp.deadline = Some(now + pto);
     }
 

@@ -3,8 +3,7 @@
 //! advance RACK and the rate sample, count `delivered`, recognise D-SACKs (RFC 2883 §4)
 //! and reordering, and measure the RTT Linux's way.
 
-use super::linux::{AckFlags, Linux};
-use crate::tcp::ecn;
+use super::{AckFlags, Linux};
 use crate::tcp::rate::RateAcc;
 use crate::tcp::seg::Seg;
 use crate::tcp::timestamps::ts_rtt;
@@ -29,12 +28,12 @@ impl Linux {
         let min_rtt = tx.st.min_rtt_sample;
         let mut f = AckFlags {
             win_update: seg.wnd != tx.peer_wnd,
-            ece: ecn::ece(tx, seg.flags),
+            ece: tx.ece(seg.flags),
             ..Default::default()
         };
         tx.peer_wnd = seg.wnd;
         let mut acc = RateAcc::default();
-        let mut first_tx = tx.first_tx;
+        let mut first_tx = tx.first_tx.unwrap_or_default();
         let mut delivered = 0;
         let (mut sack_first, mut sack_last) = (None::<SimTime>, None::<SimTime>);
         let prior_una = tx.snd_una;
@@ -104,7 +103,9 @@ impl Linux {
             tx.snd_nxt = tx.snd_nxt.max(seg.ack);
             self.retransmits = 0;
         }
-        tx.first_tx = first_tx;
+        if tx.first_tx.is_some() {
+            tx.first_tx = Some(first_tx);
+        }
         tx.st.delivered += delivered;
         // `tcp_ack_update_rtt`: sequence RTT unless retransmitted data was acknowledged,
         // then a SACK RTT, then the timestamp echo

@@ -1,6 +1,16 @@
-//! The Linux stack's ACK processing and loss recovery (`tcp_ack`,
-//! `tcp_fastretrans_alert`, `tcp_enter_loss` in `net/ipv4/tcp_input.c`, Linux 6.x),
-//! used by `stack = "linux"` when SACK is negotiated.
+//! The Linux engine: the Linux stack's ACK processing, transmission and loss recovery
+//! (`tcp_ack`, `tcp_fastretrans_alert`, `tcp_enter_loss` in `net/ipv4/tcp_input.c`,
+//! `tcp_write_xmit` and `tcp_xmit_retransmit_queue` in `tcp_output.c`, Linux 6.x), the
+//! sender engine of `stack = "linux"` when SACK is negotiated (without SACK the Linux
+//! profile runs the classic engine with NewReno's recovery: [`super::classic`]).
+//!
+//! The engine decides every ACK ([`Linux::on_ack`]), every transmission
+//! ([`Linux::send`]), its own timers (RACK's reordering window, the tail loss probe:
+//! [`Linux::next_timer`], [`Linux::on_timer`]) and the retransmission timeout
+//! ([`Linux::on_rto`]); it shares [`Tx`] (state, scoreboard, RTT, transmission) with the
+//! classic engine. Files: `ack.rs` (tagging the scoreboard), `xmit.rs` (transmission and
+//! the loss probe), `rack.rs` (RFC 8985 RACK), `tlp.rs` (tail loss probe); PRR is shared
+//! with the classic engine ([`crate::tcp::recovery::prr`]).
 //!
 //! Congestion states (`tcp_ca_state`): Open, CWR (a reduction without recovery), Recovery
 //! (fast recovery) and Loss (after an RTO). On every ACK:
@@ -19,7 +29,7 @@
 //!    ([`super::prr`]) or growth (`cong_avoid`) when snd_una advanced; Linux's default
 //!    pacing rate is updated.
 //!
-//! Transmission ([`Recovery::send`]): lost segments first (`tcp_xmit_retransmit_queue`:
+//! Transmission ([`Linux::send`]): lost segments first (`tcp_xmit_retransmit_queue`:
 //! those marked lost and not already retransmitted, within cwnd − in_flight), then new
 //! data within cwnd − in_flight and the receiver's window, both subject to pacing; then a
 //! tail loss probe is scheduled. An RTO marks every unSACKed segment lost (SACK
@@ -27,17 +37,20 @@
 //! retransmits the first segment (`tcp_enter_loss`, `tcp_retransmit_timer`). F-RTO
 //! (RFC 5682) is not modelled.
 
-use super::prr::Prr;
-use super::rack::{Rack, RECOVERY_THRESH};
-use super::tlp::{ProbeAck, Tlp};
-use super::Recovery;
+mod ack;
+pub mod rack;
+pub mod tlp;
+mod xmit;
+
 use crate::tcp::cc::{CaState, CongestionControl, RateSample};
-use crate::tcp::ecn;
 use crate::tcp::pacing;
+use crate::tcp::recovery::prr::Prr;
 use crate::tcp::seg::Seg;
 use crate::tcp::timestamps::ts_before;
 use crate::tcp::tx::Tx;
 use crate::time::SimTime;
+use rack::{Rack, RECOVERY_THRESH};
+use tlp::{ProbeAck, Tlp};
 
 /// Linux `sysctl_tcp_reordering`: DupThresh in segments.
 const REORDERING: u64 = 3;
@@ -137,7 +150,7 @@ impl Linux {
         self.prior_cwnd = tx.st.cwnd;
         self.prr = Prr::start(tx.st.cwnd_segs());
         tx.st.ssthresh = cc.ssthresh(&tx.st);
-        ecn::queue_cwr(tx); // `tcp_ecn_queue_cwr`: every reduction, when ECN is on
+        tx.queue_cwr(); // `tcp_ecn_queue_cwr`: every reduction, when ECN is on
     }
 
     /// `tcp_enter_cwr`, on an ECN-Echo: ssthresh from the control, cwnd brought down
@@ -244,7 +257,7 @@ impl Linux {
     /// newly lost.
     fn identify_loss(&mut self, tx: &mut Tx) -> u64 {
         let now = tx.st.now;
-        let lost = if tx.cfg.stack.rack {
+        let lost = if tx.cfg.rack {
             let sacked_segs = tx.board.sacked_bytes / tx.st.mss;
             let reo = self.rack.reo_wnd(
                 tx.in_recovery,
@@ -374,38 +387,11 @@ impl Linux {
     }
 }
 
-impl Recovery for Linux {
-    fn name(&self) -> &'static str {
-        "linux"
-    }
-
-    fn on_dupack(&mut self, _: &mut Tx, _: &mut dyn CongestionControl, _: &mut Vec<Seg>) {
-        unreachable!("the Linux scheme processes every ACK itself")
-    }
-
-    fn on_ack(
-        &mut self,
-        _: &mut Tx,
-        _: &mut dyn CongestionControl,
-        _: u64,
-        _: &mut Vec<Seg>,
-    ) -> bool {
-        unreachable!("the Linux scheme processes every ACK itself")
-    }
-
-    fn owns_send(&self) -> bool {
-        true
-    }
-
-    fn on_segment_ack(
-        &mut self,
-        tx: &mut Tx,
-        cc: &mut dyn CongestionControl,
-        seg: &Seg,
-        _out: &mut Vec<Seg>,
-    ) -> bool {
+impl Linux {
+    /// Processes an ACK (Linux `tcp_ack`): tagging, the state machine, cwnd.
+    pub fn on_ack(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, seg: &Seg) {
         if seg.ack > tx.snd_max || seg.ack < tx.snd_una {
-            return true; // never sent, or an old ACK (our links do not reorder)
+            return; // never sent, or an old ACK (our links do not reorder)
         }
         self.ack_tsecr = seg.ts.filter(|_| tx.ts_ok).map(|t| t.1);
         let prior_in_flight = tx.in_flight();
@@ -464,10 +450,11 @@ impl Recovery for Linux {
             tx.restart_rto();
             self.schedule_probe(tx, true);
         }
-        true
     }
 
-    fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
+    /// Sends what cwnd, the receiver's window and pacing allow: lost segments first,
+    /// then new data; then schedules a tail loss probe.
+    pub fn send(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
         if let Some(p) = &mut tx.pacer {
             p.blocked = false;
         }
@@ -492,14 +479,17 @@ impl Recovery for Linux {
         tx.cwnd_validate();
     }
 
-    fn next_timer(&self) -> Option<SimTime> {
+    /// The engine's own timer (RACK reordering window, tail loss probe), run while the
+    /// connection is established and followed by a transmission.
+    pub fn next_timer(&self) -> Option<SimTime> {
         match (self.tlp.deadline, self.rack.reo_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn on_timer(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
+    /// Its timer expired.
+    pub fn on_timer(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
         let now = tx.st.now;
         if self.rack.reo_deadline.is_some_and(|d| d <= now) {
             self.reo_timeout(tx, cc);
@@ -509,8 +499,8 @@ impl Recovery for Linux {
         }
     }
 
-    /// `tcp_retransmit_timer` with `tcp_enter_loss`.
-    fn on_rto(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
+    /// The retransmission timeout: `tcp_retransmit_timer` with `tcp_enter_loss`.
+    pub fn on_rto(&mut self, tx: &mut Tx, cc: &mut dyn CongestionControl, out: &mut Vec<Seg>) {
         let now = tx.st.now;
         // `tcp_timeout_mark_lost`: SACK information is kept unless the receiver reneged
         // (the first segment is SACKed); recently sent segments are not marked yet
@@ -541,7 +531,7 @@ impl Recovery for Linux {
         tx.st.cwnd = tx.in_flight() + tx.st.mss;
         self.set_state(tx, cc, CaState::Loss);
         self.high_seq = tx.snd_max;
-        ecn::queue_cwr(tx);
+        tx.queue_cwr();
         self.tlp.high_seq = None;
         self.tlp.deadline = None;
         self.rack.reo_deadline = None;
