@@ -49,3 +49,15 @@ def test_golden_runs_unchanged():
     bad = [(i, name, p) for i, (name, p) in enumerate(results) if p]
     msg = "\n".join(f"run {i} ({name}): " + "; ".join(p[:5]) for i, name, p in bad[:20])
     assert not bad, f"{len(bad)} of {len(recs)} golden runs changed:\n{msg}"
+
+
+@pytest.mark.slow
+def test_tcp_matrix_table_unchanged():
+    """The readable TCP matrix (tests/golden/table.md): a change that moves any cell shows
+    in a diff a reviewer can read (``python tests/golden/matrix.py`` rewrites it)."""
+    import matrix
+
+    now = matrix.table(matrix.run_all())
+    recorded = matrix.TABLE.read_text()
+    assert now == recorded, "\n".join(
+        f"- {a}\n+ {b}" for a, b in zip(recorded.splitlines(), now.splitlines()) if a != b)

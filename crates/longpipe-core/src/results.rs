@@ -10,6 +10,7 @@ use crate::l2::rlc::{RlcCounters, RlcReport};
 use crate::middlebox::gateway::GatewayCounters;
 use crate::net::link::{ClassCounters, LinkCounters};
 use crate::stats::Peak;
+use crate::tcp::profile::ProfileReport;
 use crate::tcp::sender::SenderCounters;
 use crate::tcp::tx::ExtraCounters;
 use serde::Serialize;
@@ -20,6 +21,9 @@ pub struct FlowResult {
     pub src: String,
     pub dst: String,
     pub tcp: String,
+    /// The flow's resolved TCP profile: what ran (the stack, congestion control and loss
+    /// recovery, and every default that applied).
+    pub profile: ProfileReport,
     /// Bytes delivered in order to the receiving application between
     /// max(start, warmup) and the completion time (or the end of the run), × 8 / span.
     pub goodput_bps: f64,

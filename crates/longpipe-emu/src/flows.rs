@@ -411,6 +411,9 @@ pub fn flow_result(sc: &ValidScenario, i: usize, o: &Outcome, warmup: u64, end: 
         src: sc.nodes[info.src].name.clone(),
         dst: sc.nodes[info.dst].name.clone(),
         tcp: info.tcp.tcp.name().to_string(),
+        // the scenario's profile, which the namespaces' sysctls and socket options
+        // follow as far as Linux can (the rest is listed in the run's `unmapped` notes)
+        profile: info.tcp.report(),
         goodput_bps: if span > 0.0 {
             delivered as f64 * 8.0 / span
         } else {

@@ -415,6 +415,7 @@ impl<'a> Sim<'a> {
                 src: sc.nodes[info.src].name.clone(),
                 dst: sc.nodes[info.dst].name.clone(),
                 tcp: info.tcp.tcp.name().to_string(),
+                profile: info.tcp.report(),
                 goodput_bps: if span > 0.0 {
                     rx.delivered as f64 * 8.0 / span
                 } else {

@@ -10,7 +10,7 @@
 //!
 //! The stacks' defaults are in [`super::stack`]; each is overridden by the flow's own key.
 
-use super::cc::hybla::{HyblaSpec, LossSsthresh};
+use super::cc::hybla::{HyblaConfig, HyblaSpec};
 use super::cc::CcConfig;
 use super::config::{FlowSpec, IwSpec, PartialAckTimer, TcpKind};
 use super::recovery::peach::{PeachSpec, ProbeAck, Variant};
@@ -21,19 +21,6 @@ use crate::error::{err, ScenarioError};
 use crate::time::SimDuration;
 use schemars::JsonSchema;
 use serde::Serialize;
-
-/// The congestion control a variant runs (options come from the flow's tables).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CcName {
-    /// RFC 5681 (the papers' BSD growth).
-    Reno,
-    /// Linux's `tcp_reno_*`.
-    LinuxReno,
-    Hybla,
-    Peach,
-    Cubic,
-    Bbr,
-}
 
 /// The loss recovery a variant runs on the classic stack (the Linux stack always runs
 /// its own state machine).
@@ -46,8 +33,9 @@ pub enum RecoveryName {
     Linux,
 }
 
-/// A variant on one stack: what runs, or why it cannot.
-pub type Combo = Result<(CcName, RecoveryName), &'static str>;
+/// A variant on one stack: its congestion control (with default options; the flow's
+/// option table replaces them) and loss recovery, or why it cannot run there.
+pub type Combo = Result<(CcConfig, RecoveryName), &'static str>;
 
 /// One row of the table: a `tcp = ...` name on the classic and on the Linux stack.
 pub struct VariantRow {
@@ -65,7 +53,7 @@ const PEACH_ON_LINUX: &str = "runs on the classic stack only: its loss recovery 
 pub const VARIANTS: [VariantRow; 9] = [
     VariantRow {
         tcp: TcpKind::Tahoe,
-        classic: Ok((CcName::Reno, RecoveryName::Tahoe)),
+        classic: Ok((CcConfig::Reno, RecoveryName::Tahoe)),
         linux: Err(
             "does not run on the Linux stack, which has no Tahoe (its recovery \
                     always runs fast recovery): use tcp = \"reno\" there, or \
@@ -74,38 +62,38 @@ pub const VARIANTS: [VariantRow; 9] = [
     },
     VariantRow {
         tcp: TcpKind::Reno,
-        classic: Ok((CcName::Reno, RecoveryName::Reno)),
-        linux: Ok((CcName::LinuxReno, RecoveryName::Linux)),
+        classic: Ok((CcConfig::Reno, RecoveryName::Reno)),
+        linux: Ok((CcConfig::LinuxReno, RecoveryName::Linux)),
     },
     VariantRow {
         tcp: TcpKind::Newreno,
-        classic: Ok((CcName::Reno, RecoveryName::NewReno)),
-        linux: Ok((CcName::LinuxReno, RecoveryName::Linux)),
+        classic: Ok((CcConfig::Reno, RecoveryName::NewReno)),
+        linux: Ok((CcConfig::LinuxReno, RecoveryName::Linux)),
     },
     VariantRow {
         tcp: TcpKind::Hybla,
-        classic: Ok((CcName::Hybla, RecoveryName::NewReno)),
-        linux: Ok((CcName::Hybla, RecoveryName::Linux)),
+        classic: Ok((CcConfig::Hybla(HyblaConfig::DEFAULT), RecoveryName::NewReno)),
+        linux: Ok((CcConfig::Hybla(HyblaConfig::LINUX), RecoveryName::Linux)),
     },
     VariantRow {
         tcp: TcpKind::Peach,
-        classic: Ok((CcName::Peach, RecoveryName::Peach(Variant::Peach))),
+        classic: Ok((CcConfig::Peach, RecoveryName::Peach(Variant::Peach))),
         linux: Err(PEACH_ON_LINUX),
     },
     VariantRow {
         tcp: TcpKind::PeachPlus,
-        classic: Ok((CcName::Peach, RecoveryName::Peach(Variant::PeachPlus))),
+        classic: Ok((CcConfig::Peach, RecoveryName::Peach(Variant::PeachPlus))),
         linux: Err(PEACH_ON_LINUX),
     },
     VariantRow {
         tcp: TcpKind::Cherry,
-        classic: Ok((CcName::Peach, RecoveryName::Peach(Variant::Cherry))),
+        classic: Ok((CcConfig::Peach, RecoveryName::Peach(Variant::Cherry))),
         linux: Err(PEACH_ON_LINUX),
     },
     VariantRow {
         tcp: TcpKind::Cubic,
-        classic: Ok((CcName::Cubic, RecoveryName::NewReno)),
-        linux: Ok((CcName::Cubic, RecoveryName::Linux)),
+        classic: Ok((CcConfig::Cubic, RecoveryName::NewReno)),
+        linux: Ok((CcConfig::Cubic, RecoveryName::Linux)),
     },
     VariantRow {
         tcp: TcpKind::Bbr,
@@ -113,7 +101,7 @@ pub const VARIANTS: [VariantRow; 9] = [
             "needs stack = \"linux\" (BBR relies on Linux's loss recovery, \
                       rate sampling and pacing)",
         ),
-        linux: Ok((CcName::Bbr, RecoveryName::Linux)),
+        linux: Ok((CcConfig::Bbr, RecoveryName::Linux)),
     },
 ];
 
@@ -293,7 +281,7 @@ impl TcpProfile {
             );
         }
         let (stack, tcp) = f.stack_and_tcp();
-        let (cc_name, rec_name) = tcp.on(stack).or_else(|why| {
+        let (mut cc, rec_name) = tcp.on(stack).or_else(|why| {
             err(
                 format!("{p}.stack"),
                 format!("tcp = {:?} {why}", tcp.name()),
@@ -348,25 +336,15 @@ impl TcpProfile {
         if f.ssthresh == Some(0) {
             return err(format!("{p}.ssthresh"), "must be at least 1 segment");
         }
-        if f.hybla.is_some() && cc_name != CcName::Hybla {
-            return err(format!("{p}.hybla"), "only applies to tcp = \"hybla\"");
-        }
-        let cc = match cc_name {
-            CcName::Reno => CcConfig::Reno,
-            CcName::LinuxReno => CcConfig::LinuxReno,
-            CcName::Hybla => {
-                let mut h = HyblaSpec::resolve(f.hybla.as_ref(), &format!("{p}.hybla"))?;
-                // the Linux module's loss response (ssthresh from cwnd) unless the flow
-                // chose one
-                if stack == Stack::Linux && f.hybla.as_ref().is_none_or(|h| h.ssthresh.is_none()) {
-                    h.loss_ssthresh = LossSsthresh::Cwnd;
-                }
-                CcConfig::Hybla(h)
+        match &mut cc {
+            CcConfig::Hybla(h) => {
+                *h = HyblaSpec::resolve(f.hybla.as_ref(), *h, &format!("{p}.hybla"))?;
             }
-            CcName::Peach => CcConfig::Peach,
-            CcName::Cubic => CcConfig::Cubic,
-            CcName::Bbr => CcConfig::Bbr,
-        };
+            _ if f.hybla.is_some() => {
+                return err(format!("{p}.hybla"), "only applies to tcp = \"hybla\"")
+            }
+            _ => {}
+        }
         let recovery = match rec_name {
             RecoveryName::Tahoe => RecoveryKind::Tahoe,
             RecoveryName::Reno => RecoveryKind::Reno,
@@ -387,7 +365,7 @@ impl TcpProfile {
             );
         }
         let mut pacing = f.pacing.unwrap_or(d.pacing);
-        if cc_name == CcName::Bbr {
+        if cc == CcConfig::Bbr {
             if f.pacing == Some(false) {
                 return err(
                     format!("{p}.pacing"),
@@ -599,15 +577,8 @@ mod tests {
                 match (kind.on(stack), r) {
                     (Ok((cc, rec)), Ok(p)) => {
                         ran += 1;
-                        let cc_name = match cc {
-                            CcName::Reno | CcName::LinuxReno => "reno",
-                            CcName::Hybla => "hybla",
-                            CcName::Peach => "peach",
-                            CcName::Cubic => "cubic",
-                            CcName::Bbr => "bbr",
-                        };
-                        assert_eq!(p.cc.name(), cc_name, "{name} on {stack:?}");
-                        assert_eq!(p.cc.build().name(), cc_name);
+                        assert_eq!(p.cc, cc, "{name} on {stack:?}: default options");
+                        assert_eq!(p.cc.build().name(), cc.name());
                         let linux = matches!(rec, RecoveryName::Linux);
                         assert_eq!(p.recovery == RecoveryKind::Linux, linux);
                         assert_eq!(

@@ -43,8 +43,13 @@ pub struct HyblaSpec {
 }
 
 impl HyblaSpec {
-    pub fn resolve(spec: Option<&HyblaSpec>, path: &str) -> Result<HyblaConfig, ScenarioError> {
-        let d = HyblaConfig::default();
+    /// The options over the defaults `d` (the stack's: [`HyblaConfig::DEFAULT`] or
+    /// [`HyblaConfig::LINUX`]); `path` names the table.
+    pub fn resolve(
+        spec: Option<&HyblaSpec>,
+        d: HyblaConfig,
+        path: &str,
+    ) -> Result<HyblaConfig, ScenarioError> {
         let Some(h) = spec else { return Ok(d) };
         let c = HyblaConfig {
             rtt0: h.rtt0.map(|r| r.0).unwrap_or(d.rtt0),
@@ -113,15 +118,27 @@ pub struct HyblaConfig {
     pub loss_ssthresh: LossSsthresh,
 }
 
+impl HyblaConfig {
+    /// The defaults: RTT0 = 25 ms (the paper), Linux's fixed-point arithmetic, ρ from
+    /// the minimum SRTT and IW = ρ (Linux), the loss response of NewReno (the model's).
+    pub const DEFAULT: HyblaConfig = HyblaConfig {
+        rtt0: SimDuration::from_millis(25),
+        arith: HyblaArith::Fixed,
+        rho_source: RhoSource::MinSrtt,
+        initial_window: HyblaInitialWindow::Rho,
+        loss_ssthresh: LossSsthresh::Flight,
+    };
+
+    /// On the Linux stack: the Linux module's loss response (ssthresh from cwnd).
+    pub const LINUX: HyblaConfig = HyblaConfig {
+        loss_ssthresh: LossSsthresh::Cwnd,
+        ..HyblaConfig::DEFAULT
+    };
+}
+
 impl Default for HyblaConfig {
     fn default() -> Self {
-        HyblaConfig {
-            rtt0: SimDuration::from_millis(25),
-            arith: HyblaArith::Fixed,
-            rho_source: RhoSource::MinSrtt,
-            initial_window: HyblaInitialWindow::Rho,
-            loss_ssthresh: LossSsthresh::Flight,
-        }
+        HyblaConfig::DEFAULT
     }
 }
 
