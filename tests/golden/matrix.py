@@ -26,12 +26,25 @@ TABLE = HERE / "table.md"
 RTTS_MS = (40, 600)
 LOSSES = (0.0, 0.0005, 0.01)
 
-#: (stack, tcp, sack) rows of the table.
-ROWS: tuple[tuple[str, str, bool], ...] = tuple(
-    [("classic", t, s) for t in ("tahoe", "reno", "newreno", "hybla", "cubic", "peach", "peach+", "cherry")
-     for s in (False, True)]
-    + [("linux", t, s) for t in ("reno", "hybla", "cubic", "bbr") for s in (True, False)]
-)
+def _rows() -> tuple[tuple[str, str, bool], ...]:
+    """(stack, tcp, sack) rows: every ``tcp`` the scenario schema names, on each stack
+    the core accepts it on (its variant table), without and with SACK, classic stack
+    first. A variant added later joins the table (which then must be re-recorded)."""
+    from longpipe import _core
+
+    defs = json.loads(_core.schema())
+    defs = defs.get("definitions") or defs["$defs"]
+    names = [n for v in defs["TcpKind"]["oneOf"] for n in v["enum"]]
+    rows = []
+    for stack in ("classic", "linux"):
+        for tcp in names:
+            try:
+                _core.validate(json.dumps(scenario(stack, tcp, None, 40, 0.0)))
+            except _core.ScenarioError:
+                continue
+            rows += [(stack, tcp, False), (stack, tcp, True)]
+    return tuple(rows)
+
 
 #: Single switches on top of a row, at RTT 600 ms and loss 1 %: (label, stack, tcp, flow keys).
 VARIANTS: tuple[tuple[str, str, str, dict], ...] = (
@@ -62,9 +75,7 @@ VARIANTS: tuple[tuple[str, str, str, dict], ...] = (
 
 def scenario(stack: str, tcp: str, sack: bool | None, rtt_ms: int, loss: float, extra: dict | None = None) -> dict:
     """One matrix run (a dict scenario)."""
-    flow: dict = {"src": "server", "dst": "client", "tcp": tcp, "rwnd": "4MB"}
-    if stack != "classic":
-        flow["stack"] = stack
+    flow: dict = {"src": "server", "dst": "client", "tcp": tcp, "stack": stack, "rwnd": "4MB"}
     if sack is not None:
         flow["sack"] = sack
     extra = dict(extra or {})
@@ -89,7 +100,7 @@ def scenario(stack: str, tcp: str, sack: bool | None, rtt_ms: int, loss: float, 
 def runs() -> list[tuple[str, dict]]:
     """(label, scenario) of every matrix run, table cells first, then the variants."""
     out = []
-    for stack, tcp, sack in ROWS:
+    for stack, tcp, sack in _rows():
         for rtt in RTTS_MS:
             for loss in LOSSES:
                 out.append((f"{stack} {tcp} sack={sack} rtt={rtt}ms p={loss:g}", scenario(stack, tcp, sack, rtt, loss)))
@@ -116,7 +127,7 @@ def table(results: dict[str, dict]) -> str:
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
-    for stack, tcp, sack in ROWS:
+    for stack, tcp, sack in _rows():
         cells = [cell(results[f"{stack} {tcp} sack={sack} rtt={r}ms p={p:g}"]) for r in RTTS_MS for p in LOSSES]
         lines.append(f"| {stack} | {tcp} | {'yes' if sack else 'no'} | " + " | ".join(cells) + " |")
     lines += ["", "Single switches (600 ms, p=0.01; \"2MB\": a 2 MB transfer):", "",

@@ -565,7 +565,7 @@ mod tests {
             .map(|n| n.as_str().unwrap().to_string())
             .collect();
         assert_eq!(names.len(), VARIANTS.len(), "a row per variant: {names:?}");
-        let (mut ran, mut refused) = (0, 0);
+        let mut refused = vec![];
         for name in &names {
             let kind: TcpKind = serde_json::from_value(serde_json::json!(name)).unwrap();
             assert_eq!(kind.name(), name);
@@ -576,7 +576,6 @@ mod tests {
                 ));
                 match (kind.on(stack), r) {
                     (Ok((cc, rec)), Ok(p)) => {
-                        ran += 1;
                         assert_eq!(p.cc, cc, "{name} on {stack:?}: default options");
                         assert_eq!(p.cc.build().name(), cc.name());
                         let linux = matches!(rec, RecoveryName::Linux);
@@ -589,15 +588,22 @@ mod tests {
                         assert_eq!(p.report().stack, stack.name());
                     }
                     (Err(why), Err(e)) => {
-                        refused += 1;
+                        refused.push(format!("{name} on {}", stack.name()));
                         assert!(e.contains("flow[0].stack") && e.contains(why), "{e}");
                     }
                     (want, got) => panic!("{name} on {stack:?}: table {want:?}, resolved {got:?}"),
                 }
             }
         }
-        // tahoe and the Peach family on Linux, BBR on classic
-        assert_eq!((ran, refused), (13, 5));
+        for r in [
+            "tahoe on linux",
+            "peach on linux",
+            "peach+ on linux",
+            "cherry on linux",
+            "bbr on classic",
+        ] {
+            assert!(refused.iter().any(|x| x == r), "{r} in {refused:?}");
+        }
     }
 
     #[test]
