@@ -73,7 +73,8 @@ VARIANTS: tuple[tuple[str, str, str, dict], ...] = (
 )
 
 
-def scenario(stack: str, tcp: str, sack: bool | None, rtt_ms: int, loss: float, extra: dict | None = None) -> dict:
+def scenario(stack: str, tcp: str, sack: bool | None, rtt_ms: int, loss: float, extra: dict | None = None,
+             name: str | None = None) -> dict:
     """One matrix run (a dict scenario)."""
     flow: dict = {"src": "server", "dst": "client", "tcp": tcp, "stack": stack, "rwnd": "4MB"}
     if sack is not None:
@@ -87,7 +88,7 @@ def scenario(stack: str, tcp: str, sack: bool | None, rtt_ms: int, loss: float, 
         sat["queue"] = {"limit": "100pkt", "kind": "codel", "ecn": True}
     if loss > 0:
         sat["loss"] = {"kind": "bernoulli", "p": loss}
-    name = f"matrix-{stack}-{tcp}-{'sack' if sack else 'nosack'}-{rtt_ms}ms-{loss:g}"
+    name = "matrix-" + (name or f"{stack}-{tcp}-{'sack' if sack else 'nosack'}-{rtt_ms}ms-{loss:g}")
     return {
         "name": name,
         "duration": "30s",
@@ -105,8 +106,15 @@ def runs() -> list[tuple[str, dict]]:
             for loss in LOSSES:
                 out.append((f"{stack} {tcp} sack={sack} rtt={rtt}ms p={loss:g}", scenario(stack, tcp, sack, rtt, loss)))
     for label, stack, tcp, extra in VARIANTS:
-        out.append((label, scenario(stack, tcp, None, 600, 0.01, extra)))
+        out.append((label, scenario(stack, tcp, None, 600, 0.01, extra, name=label.replace(" ", "-"))))
     return out
+
+
+def pcap(sc: dict) -> list[str] | None:
+    """The capture point of a run whose packets are recorded too (600 ms, 1 %: the table's
+    last column and every variant), else None."""
+    sat = sc["link"][1]
+    return ["router-client"] if sat["delay"] == "299ms" and sat.get("loss", {}).get("p") == 0.01 else None
 
 
 def cell(result: dict) -> str:

@@ -72,7 +72,7 @@ def main() -> int:
         import matrix
 
         for _label, sc in matrix.runs():
-            core.run(json.dumps(sc), None, True, None, ["router-client"] if "-600ms-0.01" in sc["name"] else None)
+            core.run(json.dumps(sc), None, True, None, matrix.pcap(sc))
         for name in ("hybla", "wcdma", "gateway", "peach", "atm"):
             rc = cli.main(["reproduce", name, "--quick", "--out", f"{tmp}/{name}", "--jobs", "1"])
             assert rc == 0, name

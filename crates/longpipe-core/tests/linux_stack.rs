@@ -171,12 +171,13 @@ fn spurious_probe_is_recognised_by_its_dsack() {
     assert_eq!(f.sender.retransmitted_segments, 1, "the probe");
     let f = &f.sender;
     let tr = &linux.traces[0].1;
-    // the probe's answer carries a D-SACK block for the probed segment, below its
+    // the probe's answer carries a D-SACK block for the probed segment (the last, with
+    // the FIN: its block ends after the FIN, 20 002, as Linux's `end_seq`), below its
     // cumulative ACK (which covers everything)
     let probe = tr.seg_retx.iter().position(|&r| r).unwrap();
     let k = tr.sack_t_ns.len() - 1;
     assert_eq!(tr.sack_left[k], tr.seg_seq[probe]);
-    assert!(tr.sack_right[k] <= 20_001);
+    assert_eq!(tr.sack_right[k], 20_002);
     assert!(
         tr.ssthresh.iter().all(|&s| s > u64::MAX / 8),
         "no reduction"

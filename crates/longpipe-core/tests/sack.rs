@@ -122,3 +122,36 @@ app = {{ bytes = "300KB" }}
     }
     assert_eq!(checked, 240);
 }
+
+#[test]
+fn a_lost_tail_before_the_fin_segment_is_repaired_without_a_timeout() {
+    // 20 segments of 1000 B, the FIN on the last; segments 5 and 18 lost (packets 7 and
+    // 20: the SYN and the handshake ACK come first). The FIN-carrying segment 19 arrives
+    // out of order: the receiver's SACK block must cover it, FIN included (as Linux's
+    // `tcp_sack_new_ofo_skb` does with `end_seq`), or the sender can never count it
+    // delivered and RFC 6675 waits for a retransmission timeout.
+    // the classic stack also sends RFC 6675's rescue retransmission (NextSeg rule 4: the
+    // highest unSACKed segment, 19, once per episode) before the FIN segment's SACK
+    // block arrives; Linux has no rescue
+    for (stack, retx) in [("classic", 3), ("linux", 2)] {
+        let sc = path(
+            "10Mbps",
+            "50ms",
+            "1000pkt",
+            "loss = { kind = \"list\", drop = [7, 20] }",
+            &format!(
+                "tcp = \"newreno\"\nstack = \"{stack}\"\nsack = true\nmss = 1000\n\
+                 timestamps = false\niw = 20\nrwnd = \"1MB\"\napp = {{ bytes = \"20KB\" }}"
+            ),
+            "10s",
+        );
+        let out = run(&sc);
+        let f = &out.result.flows[0];
+        assert_eq!(f.bytes_delivered, 20_000, "{stack}");
+        assert_eq!(f.sender.timeouts, 0, "{stack}: repaired by SACK recovery");
+        assert_eq!(f.sender.retransmitted_segments, retx, "{stack}");
+        // handshake, the window, one round trip of recovery: about 3 RTTs of ~100 ms
+        let done = f.completion_time_s.unwrap();
+        assert!(done < 0.4, "{stack}: done at {done} s");
+    }
+}

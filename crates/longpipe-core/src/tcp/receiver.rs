@@ -354,6 +354,9 @@ impl Receiver {
         if seg.flags & FIN != 0 {
             self.fin_seq = Some(data_end);
         }
+        // Ranges (out-of-order blocks, D-SACKs) cover the segment's whole sequence
+        // space, its FIN included (Linux `end_seq`): the sender's record of a segment
+        // does, so a SACK block can report the FIN-carrying segment.
         let end = seg.end();
         if !self.data_seen && seg.len > 0 {
             // Linux: the first data segment starts quick-ACK mode
@@ -363,7 +366,7 @@ impl Receiver {
         if end <= self.rcv_nxt {
             // Entirely old (a retransmission of data we hold, or of the FIN): answer at
             // once, with a D-SACK for it; Linux then ACKs the next segments at once too.
-            self.note_dup(start, data_end);
+            self.note_dup(start, end);
             self.enter_quickack();
             self.answer(out);
             return;
@@ -376,10 +379,10 @@ impl Receiver {
             return;
         }
         if start > self.rcv_nxt {
-            if self.block_of(start).is_some_and(|(_, e)| e >= data_end) {
-                self.note_dup(start, data_end); // held already
+            if self.block_of(start).is_some_and(|(_, e)| e >= end) {
+                self.note_dup(start, end); // held already
             }
-            self.insert_ooo(start, data_end);
+            self.insert_ooo(start, end);
             self.note_recent(start);
             self.ack(out, 0); // RFC 5681 §4.2: immediate duplicate ACK
             return;
@@ -393,6 +396,10 @@ impl Receiver {
             }
             self.rcv_nxt = self.rcv_nxt.max(e);
             self.ooo.remove(0);
+        }
+        // the FIN's sequence number is not data: stop before it, and take it below
+        if let Some(f) = self.fin_seq.filter(|&f| self.rcv_nxt > f) {
+            self.rcv_nxt = f;
         }
         self.deliver(now, self.rcv_nxt - before);
         if self.fin_seq == Some(self.rcv_nxt) {

@@ -64,8 +64,6 @@ impl Linux {
                     self.dsack_undo(tx, l, r, prior_una);
                     continue;
                 }
-                // a block that ends where our FIN is reports the FIN's segment
-                let r = if tx.fin_seq == Some(r) { r + 1 } else { r };
                 let rack = &mut self.rack;
                 let n = tx.board.sack_block_with(l, r, |s| {
                     rack.advance(s, now, min_rtt);
