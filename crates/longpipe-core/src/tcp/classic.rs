@@ -110,7 +110,9 @@ impl Classic {
             _ => 0,
         };
         if ack > tx.snd_una {
-            let acked = ack - tx.snd_una;
+            // new data acknowledged (the FIN's sequence number is not data)
+            let fin = tx.fin_seq.is_some_and(|f| tx.snd_una <= f && ack > f);
+            let acked = ack - tx.snd_una - fin as u64;
             // Karn: sample from the newest fully acknowledged segment, and only if no
             // segment this ACK covers was retransmitted (else the ACK may answer either
             // transmission, or release data held behind a repaired hole).
@@ -178,12 +180,8 @@ impl Classic {
             }
         }
         // pacing: Linux's default rate (`tcp_update_pacing_rate`)
-        if let Some(packets_out) = tx
-            .pacer
-            .as_ref()
-            .map(|_| (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss))
-        {
-            tx.st.pacing_rate = pacing::linux_rate(&tx.st, packets_out);
+        if tx.pacer.is_some() {
+            tx.st.pacing_rate = pacing::linux_rate(&tx.st, tx.packets_out());
         }
     }
 
@@ -341,5 +339,21 @@ mod tests {
         assert!(s
             .tx
             .ecn_response(&mut crate::tcp::cc::reno::Reno, ACK | ECE, high + 1000));
+    }
+
+    #[test]
+    fn the_fin_is_not_data_for_the_congestion_control() {
+        // an ACK of two 1000 B segments and the FIN: CUBIC's slow start (Linux's, which
+        // counts packets) grows by two segments, not three
+        use crate::tcp::script::{seq, Script, Setup, MSS};
+        let (mut sc, init) = Script::new(Setup {
+            app_bytes: 2000,
+            iw: 2,
+            cc: crate::tcp::cc::CcConfig::Cubic,
+            ..Setup::default()
+        });
+        assert_eq!(init.len(), 2);
+        sc.ack(seq(2) + 1, &[]);
+        assert_eq!(sc.s.tx.st.cwnd, 4 * MSS);
     }
 }

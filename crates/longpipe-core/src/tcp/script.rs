@@ -6,7 +6,7 @@
 //! Segments are 1000 bytes; data segment `k` (0-based) starts at relative sequence
 //! number `1 + 1000 k` ([`seq`]). The peer's window is 1 MB unless a test changes it.
 
-use super::cc::reno::Reno;
+use super::cc::CcConfig;
 use super::config::TcpKind;
 use super::profile::TcpProfile;
 use super::recovery::RecoveryKind;
@@ -38,6 +38,8 @@ pub struct Setup {
     /// The Linux stack (its profile's mechanisms and the Linux engine) instead of the
     /// classic one. The SYN-ACK offers no timestamps (so segments stay 1000 bytes).
     pub linux: bool,
+    /// The congestion control (default: RFC 5681 Reno).
+    pub cc: CcConfig,
 }
 
 impl Default for Setup {
@@ -52,6 +54,7 @@ impl Default for Setup {
             app_bytes: 1_000_000,
             limited_transmit: false,
             linux: false,
+            cc: CcConfig::Reno,
         }
     }
 }
@@ -67,8 +70,8 @@ pub struct Script {
 }
 
 impl Script {
-    /// A Reno-growth sender (RFC 5681 (4) ssthresh = max(FlightSize / 2, 2 SMSS))
-    /// through the handshake; returns it with the initial window's segments.
+    /// A sender (by default with Reno growth, RFC 5681 (4) ssthresh = max(FlightSize / 2,
+    /// 2 SMSS)) through the handshake; returns it with the initial window's segments.
     pub fn new(setup: Setup) -> (Script, Vec<Sent>) {
         let base = TcpProfile::classic(TcpKind::Newreno, MSS as u32).expect("a valid profile");
         let cfg = TcpProfile {
@@ -82,12 +85,18 @@ impl Script {
                 setup.recovery
             },
             ..if setup.linux {
+                let d = Stack::Linux.defaults();
                 TcpProfile {
                     stack: Stack::Linux,
                     dsack: true,
                     timestamps: true,
                     rack: true,
                     quickack: crate::tcp::stack::LINUX_QUICKACKS,
+                    rto: crate::tcp::rtt::RtoBounds {
+                        initial: d.initial_rto,
+                        min: d.min_rto,
+                        max: d.max_rto,
+                    },
                     ..base
                 }
             } else {
@@ -95,7 +104,7 @@ impl Script {
             }
         };
         let mut sc = Script {
-            s: Sender::new(cfg, Some(setup.app_bytes), Box::new(Reno), false),
+            s: Sender::new(cfg, Some(setup.app_bytes), setup.cc.build(), false),
             now: SimTime::ZERO,
             high: 1,
         };

@@ -158,6 +158,15 @@ impl Sender {
         self.tx.state
     }
 
+    /// The Linux engine, if it runs (tests).
+    #[cfg(test)]
+    pub(crate) fn linux_engine(&self) -> Option<&Linux> {
+        match &self.engine {
+            Engine::Linux(l) => Some(l),
+            Engine::Classic(_) => None,
+        }
+    }
+
     /// Earliest timer deadline: retransmission, persist, pacing, and the engine's own
     /// (RACK reordering, tail loss probe; probe pacing of the TCP-Peach family).
     pub fn next_timer(&self) -> Option<SimTime> {

@@ -159,6 +159,12 @@ impl Tx {
             .is_some_and(|(len, _)| self.snd_max + len as u64 <= self.snd_una + self.peer_wnd)
     }
 
+    /// Segments outstanding (Linux `tp->packets_out`): the scoreboard's entries, so a
+    /// segment that carries the FIN counts once.
+    pub fn packets_out(&self) -> u64 {
+        self.board.segs().len() as u64
+    }
+
     pub fn sync_flight(&mut self) {
         self.st.flight = self.snd_max - self.snd_una;
     }

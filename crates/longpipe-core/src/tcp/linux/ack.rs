@@ -10,8 +10,9 @@ use crate::tcp::timestamps::ts_rtt;
 use crate::tcp::tx::Tx;
 use crate::time::{SimDuration, SimTime};
 
-/// What tagging found: flags, bytes delivered, the RTT samples (`seq_rtt`, `ca_rtt`)
-/// and the rate sample under construction.
+/// What tagging found: flags, data bytes delivered (the FIN's sequence number is not
+/// data: an ACK of a full segment and the FIN delivered one segment, not two), the RTT
+/// samples (`seq_rtt`, `ca_rtt`) and the rate sample under construction.
 pub(super) type Tagged = (
     AckFlags,
     u64,
@@ -105,6 +106,13 @@ impl Linux {
             tx.first_tx = Some(first_tx);
         }
         tx.st.delivered += delivered;
+        // the FIN is in the sequence space, not in the data a control counts
+        if tx
+            .fin_seq
+            .is_some_and(|fin| prior_una <= fin && tx.snd_una > fin)
+        {
+            delivered = delivered.saturating_sub(1);
+        }
         // `tcp_ack_update_rtt`: sequence RTT unless retransmitted data was acknowledged,
         // then a SACK RTT, then the timestamp echo
         let mut seq_rtt = first_ackt.filter(|_| !retrans_acked).map(|t| now - t);

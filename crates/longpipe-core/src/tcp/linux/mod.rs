@@ -439,8 +439,7 @@ impl Linux {
             } else if f.una_advanced {
                 cc.cong_avoid(&mut tx.st, delivered);
             }
-            let packets_out = (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss);
-            tx.st.pacing_rate = pacing::linux_rate(&tx.st, packets_out);
+            tx.st.pacing_rate = pacing::linux_rate(&tx.st, tx.packets_out());
         }
         // timers (`tcp_set_xmit_timer`)
         if tx.snd_una == tx.snd_max {
@@ -495,7 +494,13 @@ impl Linux {
             self.reo_timeout(tx, cc);
         }
         if self.tlp.deadline.is_some_and(|d| d <= now) {
-            self.send_probe(tx, out);
+            if matches!(self.state, CaState::Open | CaState::Cwr) {
+                self.send_probe(tx, out);
+            } else {
+                // a probe scheduled before a recovery began: Linux's one timer was
+                // re-armed as the retransmission timer when the episode started
+                self.tlp.deadline = None;
+            }
         }
     }
 
@@ -571,5 +576,88 @@ mod tests {
         let srtt = tx.st.srtt.expect("an RTT sample").0 as u128;
         let expect = (MSS as u128 * cwnd as u128 * 2 * 1_000_000_000 / srtt) as u64;
         assert_eq!(tx.st.pacing_rate, expect, "cwnd {cwnd}, srtt {srtt} ns");
+    }
+
+    /// A Linux-stack script of `app_bytes` with IW `iw`, SACK on.
+    fn linux(app_bytes: u64, iw: u64, cc: crate::tcp::cc::CcConfig) -> (Script, Vec<(u64, bool)>) {
+        Script::new(Setup {
+            linux: true,
+            app_bytes,
+            iw,
+            cc,
+            ..Setup::default()
+        })
+    }
+
+    #[test]
+    fn the_loss_probe_counts_the_fin_segment_once() {
+        // Linux `tcp_schedule_loss_probe`: with one packet out, PTO = 2 SRTT + TCP_RTO_MIN
+        // (then capped by the RTO), not 2 SRTT + 2 ms; the last segment carries the FIN
+        // and is one packet, not two
+        let (mut sc, init) = linux(2000, 10, crate::tcp::cc::CcConfig::Reno);
+        assert_eq!(init.len(), 2);
+        sc.ack(seq(1), &[]);
+        let tx = &sc.s.tx;
+        assert_eq!(tx.packets_out(), 1, "1000 B and the FIN");
+        let srtt = tx.st.srtt.unwrap();
+        let one = (srtt.saturating_mul(2) + tx.cfg.rto.min).min(tx.rtt.rto());
+        let e = sc.s.linux_engine().expect("the Linux engine");
+        assert_eq!(e.tlp.deadline, Some(sc.now + one));
+        let two = super::tlp::Tlp::pto(Some(srtt), 2, tx.cfg.rto.min, tx.rtt.rto());
+        assert_ne!(one, two, "the test tells one packet from two");
+    }
+
+    #[test]
+    fn an_ack_of_a_segment_and_the_fin_grows_slow_start_by_one_segment() {
+        // `tcp_slow_start` counts packets: the FIN's sequence number is not a segment
+        for cc in [
+            crate::tcp::cc::CcConfig::LinuxReno,
+            crate::tcp::cc::CcConfig::Cubic,
+        ] {
+            let (mut sc, init) = linux(2000, 2, cc);
+            assert_eq!(init.len(), 2);
+            assert_eq!(sc.s.tx.st.cwnd, 2 * MSS);
+            sc.ack(seq(2) + 1, &[]); // both segments and the FIN
+            assert_eq!(
+                sc.s.tx.st.cwnd,
+                4 * MSS,
+                "{cc:?}: two segments acknowledged"
+            );
+        }
+    }
+
+    #[test]
+    fn retransmitting_the_head_restarts_the_rto_and_cancels_the_loss_probe() {
+        // `tcp_xmit_retransmit_queue` re-arms the retransmission timer when it resends
+        // the first segment; Linux's one timer then holds no loss probe
+        let (mut sc, init) = linux(100_000, 10, crate::tcp::cc::CcConfig::Reno);
+        assert_eq!(init.len(), 10);
+        sc.ack(seq(1), &[]); // segment 0 delivered: a loss probe is scheduled
+        let probe_at =
+            sc.s.linux_engine()
+                .expect("the Linux engine")
+                .tlp
+                .deadline
+                .expect("a loss probe");
+        // segment 1 lost: SACKs of 2..5 mark it lost (RACK, no reordering seen)
+        let sent = sc.dupack(1, &[(2, 5)]);
+        assert!(sent.contains(&(1, true)), "the head resent: {sent:?}");
+        let tx = &sc.s.tx;
+        assert_eq!(
+            tx.rto_deadline,
+            Some(sc.now + tx.rtt.rto()),
+            "re-armed from now"
+        );
+        assert_eq!(
+            sc.s.linux_engine().expect("the Linux engine").tlp.deadline,
+            None
+        );
+        // at the old probe time, during recovery: no probe
+        let mut out = vec![];
+        sc.s.on_timer(probe_at, &mut out);
+        assert!(
+            out.iter().all(|g| g.len == 0),
+            "no probe in recovery: {out:?}"
+        );
     }
 }

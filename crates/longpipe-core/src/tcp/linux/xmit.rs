@@ -10,8 +10,12 @@ use crate::tcp::timestamps::ts_clock;
 use crate::tcp::tx::Tx;
 
 impl Linux {
-    /// `tcp_xmit_retransmit_queue`: retransmits segments marked lost, within cwnd.
+    /// `tcp_xmit_retransmit_queue`: retransmits segments marked lost, within cwnd. A
+    /// retransmission of the first unacknowledged segment re-arms the retransmission
+    /// timer from now (unless RACK's reordering timer is pending), which in Linux's one
+    /// connection timer also cancels a pending loss probe.
     pub(super) fn retransmit_lost(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
+        let mut rearm = false;
         let mut i = 0;
         while i < tx.board.segs().len() {
             if tx.board.rtx_bytes >= tx.board.lost_bytes {
@@ -29,9 +33,14 @@ impl Linux {
                 break;
             }
             self.retransmit(tx, s.seq, out);
+            rearm |= s.seq == tx.snd_una && self.rack.reo_deadline.is_none();
             if self.in_cwnd_reduction() {
                 self.prr.out += 1;
             }
+        }
+        if rearm {
+            tx.restart_rto();
+            self.tlp.deadline = None;
         }
     }
 
@@ -79,7 +88,7 @@ impl Linux {
     /// `tcp_schedule_loss_probe`
     pub(super) fn schedule_probe(&mut self, tx: &Tx, advancing: bool) {
         self.tlp.deadline = None;
-        let packets_out = (tx.snd_max - tx.snd_una).div_ceil(tx.st.mss);
+        let packets_out = tx.packets_out();
         if !tx.cfg.rack || packets_out == 0 || !matches!(self.state, CaState::Open | CaState::Cwr) {
             return;
         }
