@@ -46,6 +46,9 @@ pub struct Receiver {
     state: State,
     pub wscale: u8,
     adv_wnd: u64,
+    /// The right edge of the window advertised so far (exclusive): RFC 1122 §4.2.2.16 /
+    /// RFC 9293 §3.8.6.2.2, a receiver does not move it left, and accepts data up to it.
+    edge: u64,
     pub rcv_nxt: u64,
     /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
     ooo: Vec<(u64, u64)>,
@@ -102,6 +105,7 @@ impl Receiver {
             state: State::Listen,
             wscale,
             adv_wnd,
+            edge: 0,
             rcv_nxt: 0,
             ooo: Vec::new(),
             sack_on: false,
@@ -148,7 +152,10 @@ impl Receiver {
     pub fn set_unread(&mut self, unread: u64, out: &mut Vec<Seg>) {
         let free = self.cfg.rwnd.saturating_sub(unread);
         let wnd = (free >> self.wscale) << self.wscale;
-        let opened = wnd >= self.adv_wnd + 2 * self.cfg.mss as u64;
+        // what the peer may send now: the free space last advertised, or the right edge
+        // kept (the window never shrinks)
+        let open = self.adv_wnd.max(self.edge.saturating_sub(self.rcv_nxt));
+        let opened = wnd >= open + 2 * self.cfg.mss as u64;
         self.adv_wnd = wnd;
         if opened && self.state == State::Established {
             self.ack(out, 0);
@@ -203,6 +210,17 @@ impl Receiver {
         }
     }
 
+    /// The window to advertise now: the buffer's free space, but never less than keeps
+    /// the right edge already advertised (rounded up to the window scale's unit, so the
+    /// scaled field does not retreat either, as Linux's `tcp_select_window`).
+    fn window(&mut self) -> u64 {
+        let unit = 1u64 << self.wscale;
+        let keep = self.edge.saturating_sub(self.rcv_nxt).div_ceil(unit) * unit;
+        let w = self.adv_wnd.max(keep);
+        self.edge = self.edge.max(self.rcv_nxt + w);
+        w
+    }
+
     fn ack(&mut self, out: &mut Vec<Seg>, extra_flags: u8) {
         if self.unacked_segs > 0 {
             self.quick = self.quick.saturating_sub(1);
@@ -215,7 +233,7 @@ impl Receiver {
             flags: ACK | extra_flags | self.ecn.ack_flags(),
             seq: self.our_seq,
             ack: self.rcv_nxt,
-            wnd: self.adv_wnd,
+            wnd: self.window(),
             sack,
             ts,
             ..Default::default()
@@ -255,7 +273,7 @@ impl Receiver {
             flags: ACK | FIN | self.ecn.ack_flags(),
             seq: f,
             ack: self.rcv_nxt,
-            wnd: self.adv_wnd,
+            wnd: self.window(),
             len: 0,
             syn_opts: None,
             sack,
@@ -310,11 +328,13 @@ impl Receiver {
             let n = self.synack_sent.map_or(0, |s| s.1);
             self.synack_sent = Some((now, n + 1));
             let ts = self.ts_opt();
+            let wnd = self.cfg.rwnd.min(65_535);
+            self.edge = self.edge.max(1 + wnd);
             out.push(Seg {
                 flags: SYN | ACK | self.ecn.synack_flags(),
                 seq: 0,
                 ack: 1,
-                wnd: self.cfg.rwnd.min(65_535),
+                wnd,
                 len: 0,
                 syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
                 ts,
@@ -374,7 +394,7 @@ impl Receiver {
         if start < self.rcv_nxt {
             self.note_dup(start, self.rcv_nxt); // partly old
         }
-        if start >= self.rcv_nxt + self.adv_wnd {
+        if start >= self.edge.max(self.rcv_nxt + self.adv_wnd) {
             self.ack(out, 0); // beyond the window: drop, re-advertise
             return;
         }
@@ -588,8 +608,9 @@ mod tests {
         r.on_segment(SimTime(1), &data(1), &mut out);
         assert_eq!(
             out.last().map(|a| a.wnd),
-            Some(50_000),
-            "200 000 B buffer − unread"
+            Some(64_536),
+            "not the 50 000 B free (200 000 B buffer − unread): the SYN-ACK's right edge \
+             (1 + 65 535) is kept, rounded up to the scale unit (RFC 1122 §4.2.2.16)"
         );
         out.clear();
         r.set_unread(149_000, &mut out);
@@ -655,5 +676,54 @@ mod tests {
         r.on_segment(SimTime(4), &data(2001), &mut out);
         assert_eq!(out[3].ack, 4001);
         assert_eq!(r.delivered(), 4000);
+    }
+
+    #[test]
+    fn the_right_edge_never_moves_left_and_data_up_to_it_is_accepted() {
+        // RFC 1122 §4.2.2.16 / RFC 9293 §3.8.6.2.2: a split gateway's receiver advertised
+        // 1000 B at ACK 8001 (right edge 9001); its buffer then fills (the client has not
+        // read): the next ACK still advertises up to 9001, and the segment 8001-9000 the
+        // sender was invited to send is taken, not dropped
+        let cfg = TcpProfile {
+            rwnd: 10_000,
+            delayed_ack: false,
+            ..TcpProfile::classic(crate::tcp::config::TcpKind::Newreno, 1000).unwrap()
+        };
+        let mut r = Receiver::new(cfg, None);
+        let mut out = vec![];
+        let syn = Seg {
+            flags: SYN,
+            ..Default::default()
+        };
+        r.on_segment(SimTime(0), &syn, &mut out);
+        assert_eq!(out[0].wnd, 10_000);
+        for k in 0..8 {
+            // 1000 B in, the application holds all of it: the free space shrinks
+            r.set_unread(1000 * (k + 2), &mut out);
+            r.on_segment(SimTime(1 + k), &data(1 + 1000 * k), &mut out);
+        }
+        let a = out.last().unwrap();
+        assert_eq!(
+            (a.ack, a.wnd),
+            (8001, 2000),
+            "the edge 10 001 of the SYN-ACK"
+        );
+        // the application now holds 10 000 B: no free space, but 8001-10 000 was promised
+        out.clear();
+        r.set_unread(10_000, &mut out);
+        r.on_segment(SimTime(20), &data(8001), &mut out);
+        let a = out.last().unwrap();
+        assert_eq!(a.ack, 9001, "taken");
+        assert_eq!(a.wnd, 1000, "up to the edge 10 001, not 0");
+        r.on_segment(SimTime(21), &data(9001), &mut out);
+        let a = out.last().unwrap();
+        assert_eq!(
+            (a.ack, a.wnd),
+            (10_001, 0),
+            "the edge reached: now the window is 0"
+        );
+        // beyond the edge: dropped
+        r.on_segment(SimTime(22), &data(10_001), &mut out);
+        assert_eq!(out.last().unwrap().ack, 10_001);
     }
 }
