@@ -191,7 +191,10 @@ impl Classic {
         let now = tx.st.now;
         tx.sync_flight();
         // RFC 5681 (4) for a segment not yet resent by the retransmission timer (held
-        // constant across repeated timeouts of one segment).
+        // constant across repeated timeouts of one segment), as written: from the
+        // FlightSize at the timeout, also when a recovery episode's window inflation
+        // raised it (so the value can exceed the episode's; the papers' ns-2 agents take
+        // the inflated cwnd itself). The Linux engine keeps the episode's ssthresh.
         if !tx.board.get(tx.snd_una).is_some_and(|s| s.timer_retx) {
             tx.st.ssthresh = cc.ssthresh(&tx.st);
         }
@@ -355,5 +358,52 @@ mod tests {
         assert_eq!(init.len(), 2);
         sc.ack(seq(2) + 1, &[]);
         assert_eq!(sc.s.tx.st.cwnd, 4 * MSS);
+    }
+
+    #[test]
+    fn a_timeout_in_recovery_takes_rfc_5681_equation_4_as_written() {
+        // NewReno without SACK, ten segments out, segment 0 lost: fast retransmit with
+        // ssthresh = FlightSize / 2 = 5 segments; more duplicate ACKs inflate cwnd and send
+        // new segments, so the flight grows to 14; then the retransmission is lost too and
+        // the timer fires. The classic stack applies RFC 5681 (4) to that flight: 7
+        // segments, above the episode's 5 (docs/notes/tcp-behaviour.md; the Linux engine
+        // keeps the episode's value: `tcp::linux::tests::a_timeout_in_recovery_keeps_ssthresh`)
+        use crate::tcp::script::{Script, Setup, MSS};
+        use crate::time::SimDuration;
+        let (mut sc, init) = Script::new(Setup {
+            sack: false,
+            ..Setup::default()
+        });
+        assert_eq!(init.len(), 10);
+        for _ in 0..3 {
+            sc.dupack(0, &[]);
+        }
+        assert!(sc.s.tx.in_recovery);
+        assert_eq!(sc.s.tx.st.ssthresh, 5 * MSS);
+        for _ in 0..6 {
+            sc.dupack(0, &[]);
+        }
+        let flight = sc.s.tx.snd_max - sc.s.tx.snd_una;
+        assert!(flight >= 14 * MSS, "inflation sent new data: {flight}");
+        let t = sc.s.tx.rto_deadline.unwrap() + SimDuration::from_millis(1);
+        let mut out = vec![];
+        sc.s.on_timer(t, &mut out);
+        assert_eq!(sc.s.tx.stats.timeouts, 1);
+        assert_eq!(
+            sc.s.tx.st.ssthresh,
+            flight / 2,
+            "FlightSize / 2 at the timeout"
+        );
+        assert!(sc.s.tx.st.ssthresh > 5 * MSS);
+        assert_eq!(sc.s.tx.st.cwnd, MSS);
+        // outside an episode RFC 5681 (4) applies as written: a timeout on a fresh
+        // connection halves its flight
+        let (mut sc, _) = Script::new(Setup {
+            sack: false,
+            ..Setup::default()
+        });
+        let t = sc.s.tx.rto_deadline.unwrap();
+        sc.s.on_timer(t, &mut out);
+        assert_eq!(sc.s.tx.st.ssthresh, 5 * MSS);
     }
 }

@@ -555,6 +555,7 @@ impl Linux {
 
 #[cfg(test)]
 mod tests {
+    use crate::tcp::cc::CaState;
     use crate::tcp::script::{seq, Script, Setup, MSS};
 
     #[test]
@@ -659,5 +660,23 @@ mod tests {
             out.iter().all(|g| g.len == 0),
             "no probe in recovery: {out:?}"
         );
+    }
+
+    #[test]
+    fn a_timeout_in_recovery_keeps_ssthresh() {
+        // `tcp_enter_loss` recomputes ssthresh only in Open/Disorder, or once the recovery
+        // point is reached: a timeout during recovery keeps the episode's value
+        let (mut sc, _) = linux(100_000, 10, crate::tcp::cc::CcConfig::Reno);
+        sc.ack(seq(1), &[]);
+        sc.dupack(1, &[(2, 5)]);
+        let e = sc.s.linux_engine().unwrap();
+        assert_eq!(e.state, CaState::Recovery);
+        let ssthresh = sc.s.tx.st.ssthresh;
+        let t = sc.s.tx.rto_deadline.unwrap();
+        let mut out = vec![];
+        sc.s.on_timer(t, &mut out);
+        assert_eq!(sc.s.tx.stats.timeouts, 1);
+        assert_eq!(sc.s.linux_engine().unwrap().state, CaState::Loss);
+        assert_eq!(sc.s.tx.st.ssthresh, ssthresh);
     }
 }
