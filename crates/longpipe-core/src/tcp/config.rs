@@ -180,7 +180,8 @@ pub struct FlowSpec {
     #[serde(default)]
     pub limited_transmit: bool,
     /// SACK (RFC 2018 option, RFC 6675 loss recovery) when both ends have it. Default
-    /// false (linux: true).
+    /// false (linux: true; peach+ and cherry: true, their recovery uses the SACK
+    /// scoreboard).
     #[serde(default)]
     pub sack: Option<bool>,
     /// ECN (RFC 3168) at both ends: negotiated on the handshake; ECT data, ECE/CWR.

@@ -397,7 +397,12 @@ impl TcpProfile {
             iw_bytes,
             initial_ssthresh: f.ssthresh.map(|s| s as u64 * mss as u64),
             rwnd,
-            sack: f.sack.unwrap_or(d.sack),
+            // Peach+ and Cherry find missing segments on the SACK scoreboard (seed 004,
+            // fig. 3: Quick Recovery "updates the SACK scoreboard"): SACK unless told
+            sack: f.sack.unwrap_or(match recovery {
+                RecoveryKind::Peach(c) if c.variant != Variant::Peach => true,
+                _ => d.sack,
+            }),
             dsack: f.dsack.unwrap_or(d.dsack),
             timestamps: f.timestamps.unwrap_or(d.timestamps),
             ecn: f.ecn,
@@ -617,5 +622,15 @@ mod tests {
         assert_eq!((r.min_rto_s, r.delayed_ack_timeout_s), (0.2, 0.04));
         let r = flow(r#", "tcp": "peach+", "sack": true"#).unwrap().report();
         assert_eq!((r.stack, r.cc, r.recovery), ("classic", "peach", "peach+"));
+    }
+
+    #[test]
+    fn peach_plus_and_cherry_offer_sack_unless_told() {
+        // seed 004: Quick Recovery works on the SACK scoreboard; TCP-Peach does not
+        for (tcp, sack) in [("peach", false), ("peach+", true), ("cherry", true)] {
+            assert_eq!(flow(&format!(r#", "tcp": "{tcp}""#)).unwrap().sack, sack, "{tcp}");
+            let off = flow(&format!(r#", "tcp": "{tcp}", "sack": false"#)).unwrap();
+            assert!(!off.sack, "{tcp}: the flow's key wins");
+        }
     }
 }
