@@ -628,7 +628,11 @@ mod tests {
     fn peach_plus_and_cherry_offer_sack_unless_told() {
         // seed 004: Quick Recovery works on the SACK scoreboard; TCP-Peach does not
         for (tcp, sack) in [("peach", false), ("peach+", true), ("cherry", true)] {
-            assert_eq!(flow(&format!(r#", "tcp": "{tcp}""#)).unwrap().sack, sack, "{tcp}");
+            assert_eq!(
+                flow(&format!(r#", "tcp": "{tcp}""#)).unwrap().sack,
+                sack,
+                "{tcp}"
+            );
             let off = flow(&format!(r#", "tcp": "{tcp}", "sack": false"#)).unwrap();
             assert!(!off.sack, "{tcp}: the flow's key wins");
         }
