@@ -207,7 +207,7 @@ fn run(
 /// Parses and validates a scenario without running it; raises ScenarioError.
 /// Returns a summary: {"flows": number of flows after `count`, "duration_ns": ...,
 /// "events_estimate": an upper estimate of the run's events, "max_events": the limit
-/// `run` applies unless forced}.
+/// `run` applies unless forced, "memory_estimate": bytes, "max_memory": its limit}.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
     let sc = longpipe_core::scenario::parse_json(scenario_json)
@@ -219,7 +219,21 @@ fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
     let e = longpipe_core::sim::estimate::estimate(&sc);
     d.set_item("events_estimate", e.events)?;
     d.set_item("max_events", longpipe_core::sim::DEFAULT_MAX_EVENTS)?;
+    d.set_item("memory_estimate", e.memory)?;
+    d.set_item("max_memory", longpipe_core::sim::estimate::MAX_MEMORY_BYTES)?;
     Ok(d.into_any().unbind())
+}
+
+/// Parses and validates a scenario and applies the work limits `run` applies unless
+/// forced (events and memory); raises ScenarioError (path "(work)") as `run` would.
+#[pyfunction]
+fn check_work(scenario_json: &str) -> PyResult<()> {
+    let sc = longpipe_core::scenario::parse_json(scenario_json)
+        .and_then(|s| s.validate())
+        .map_err(to_py_err)?;
+    longpipe_core::sim::estimate::check(&sc, longpipe_core::sim::DEFAULT_MAX_EVENTS)
+        .map(|_| ())
+        .map_err(to_py_err)
 }
 
 /// The scenario JSON Schema.
@@ -232,6 +246,7 @@ fn schema() -> String {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(check_work, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
