@@ -77,15 +77,19 @@ def metric(name: str) -> Metric:
                         "such as flows[0].goodput_bps")
 
 
+_MISSING = object()
+
+
 def _walk(doc: Any, path: str) -> Any:
+    """The value at a result path, or _MISSING where the result has no such element."""
     for part in path.split("."):
         m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$", part)
         if not m or not isinstance(doc, dict) or m[1] not in doc:
-            return None
+            return _MISSING
         doc = doc[m[1]]
         if m[2] is not None:
             if not isinstance(doc, list) or int(m[2]) >= len(doc):
-                return None
+                return _MISSING
             doc = doc[int(m[2])]
     return doc
 
@@ -95,8 +99,23 @@ def values(rows: Sequence[Mapping[str, Any]], m: Metric) -> list[float | None]:
     out: list[float | None] = []
     for r in rows:
         v = r.get(m.name) if m.name in r else _walk(json.loads(r["result"]), m.name)
-        out.append(None if v is None or isinstance(v, (str, dict, list)) else float(v))
+        out.append(None if v is None or v is _MISSING or isinstance(v, (str, dict, list)) else float(v))
     return out
+
+
+def check_present(rows: Sequence[Mapping[str, Any]], m: Metric) -> None:
+    """ScenarioError for a result path that no stored run has (``flows[99].goodput_bps``
+    in a sweep of one flow), or that names a table rather than a number: a typo, not a
+    metric whose value is missing."""
+    if not rows or m.name in rows[0]:
+        return
+    found = [_walk(json.loads(r["result"]), m.name) for r in rows]
+    if all(v is _MISSING for v in found):
+        n = max(len(json.loads(r["result"]).get("flows", [])) for r in rows)
+        raise ScenarioError(None, "--metric", f"{m.name}: no stored run has it (the runs have {n} flow(s); "
+                            "result paths as in longpipe run --json)")
+    if all(v is _MISSING or isinstance(v, (str, dict, list)) for v in found):
+        raise ScenarioError(None, "--metric", f"{m.name}: is not a number in the stored results")
 
 
 def mean_ci95(xs: Sequence[float]) -> tuple[float, float]:
@@ -144,6 +163,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
     """One dict per point: the axis values, ``n`` (seeds), and for each metric
     ``<name>_mean`` and ``<name>_ci95`` (in the metric's own unit: bit/s, s…)."""
     ms = [metric(x) for x in (metrics or DEFAULT_METRICS)]
+    for m in ms:
+        check_present(rows, m)
     out = []
     for combo, rs in group(rows, axes):
         d: dict[str, Any] = {a.key: v for a, v in zip(axes, combo)}
