@@ -6,7 +6,8 @@
 //! GIL and waits in short slices ([`SLICE`]); between slices it checks for signals
 //! (so Ctrl-C raises `KeyboardInterrupt` in Python within one slice, and the
 //! simulation is told to stop through `RunOptions::cancel`) and calls an optional
-//! progress callback with the simulated time reached.
+//! progress callback with the simulated time reached. A cancelled run's thread is not
+//! waited for (see `run`).
 
 mod csvtrace;
 
@@ -32,10 +33,6 @@ create_exception!(
 /// itself polls its cancel flag every 4096 events, so Ctrl-C stops a run within about
 /// this long plus a fraction of a millisecond.
 const SLICE: Duration = Duration::from_millis(20);
-
-/// After a cancel, how long to wait for the simulation thread to wind down before
-/// returning anyway (it is then detached and stops at its next cancel check).
-const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 fn to_py_err(e: CoreError) -> PyErr {
     ScenarioError::new_err((e.path, e.msg))
@@ -159,9 +156,14 @@ fn run(
         });
         if let Some(e) = stop {
             // Ctrl-C (or an exception from the progress callback): stop the run and
-            // give up its output.
+            // give up its output. The thread stops at its next cancel check (within
+            // 4096 events) and then builds an output nobody reads (copying a capture
+            // can take tens of ms): it is not waited for. Once the time series files
+            // are closed it never touches them again, so the caller may remove them.
             cancel.store(true, Ordering::Relaxed);
-            let _ = py.allow_threads(|| wait(CANCEL_GRACE));
+            if let Some(c) = &csv {
+                py.allow_threads(|| c.close());
+            }
             return Err(e);
         }
     };
