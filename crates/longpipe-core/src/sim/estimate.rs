@@ -91,7 +91,7 @@ pub fn check(sc: &ValidScenario, max_events: f64) -> Result<Estimate, ScenarioEr
         return Err(ScenarioError::new(
             "(work)",
             format!(
-                "this run would need about {:.1} GB of memory ({:.1e} packets held at once, {} flows), \
+                "this run would need about {:.1} GB of memory ({:.1e} packets held at once, {} flow(s)), \
                  above the limit of {:.0} GiB: shorten the duration or the delays, or use fewer flows, {how}",
                 e.memory / 1e9,
                 e.packets_held,
