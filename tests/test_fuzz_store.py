@@ -39,27 +39,14 @@ from hypothesis import strategies as st
 from longpipe import cli
 from longpipe.api import ScenarioError
 from longpipe.sweeps.store import METRICS, RunFileError, Store, read_run_file, run_id
+from test_fuzz_cli import TINY as SCENARIO
+from test_fuzz_cli import leaves
 
 N = int(os.environ.get("LONGPIPE_HYPOTHESIS_STORE_EXAMPLES", "150"))
 CASE_TIMEOUT_S = 60
 SETTINGS = settings(max_examples=N, deadline=None, derandomize="LONGPIPE_HYPOTHESIS_RANDOM" not in os.environ,
                     database=None, suppress_health_check=list(HealthCheck), print_blob=True)
 COUNTS: dict[str, int] = {}
-
-SCENARIO = """
-name = "fuzz"
-duration = "0.5s"
-[[link]]
-a = "server"
-b = "client"
-rate = "2Mbps"
-delay = "20ms"
-loss = { kind = "bernoulli", p = 0.01 }
-[[flow]]
-src = "server"
-dst = "client"
-"""
-
 
 @pytest.fixture(scope="module")
 def seed_store():
@@ -228,16 +215,6 @@ def test_damaged_run_files(seed_store, data):
 HOSTILE = [0, -1, 1, 2**63, 2**64, 10**30, 0.5, math.nan, math.inf, "", "x", "\n", "flow.tcp", "seed", "log",
            "lin", "list", True, None, [], {}, [1], [[[]]], {"key": 1}, {"key": "flow.tcp", "values": []},
            {"key": "flow.tcp", "values": ["reno"], "scale": "cubic"}, "0" * 16, "abcdef0123456789"]
-
-
-def leaves(node, path=()):
-    yield path, node
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from leaves(v, path + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from leaves(v, path + (i,))
 
 
 @SETTINGS
