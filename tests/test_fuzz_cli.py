@@ -308,8 +308,7 @@ def compare_options(draw):
 
 
 @st.composite
-def reader_options(draw):
-    cmd = draw(st.sampled_from(["summary", "plot", "report"]))
+def reader_options(draw, cmd):
     argv = [cmd]
     if cmd == "summary":
         for _ in range(draw(st.integers(0, 2))):
@@ -375,9 +374,11 @@ def small_store():
         yield Path(td) / "sw"
 
 
-@OPT_SETTINGS
-@given(opts=reader_options())
-def test_cli_summary_plot_report_options(small_store, opts):
+@pytest.mark.parametrize("cmd", ["summary", "plot", "report"])
+@settings(OPT_SETTINGS, max_examples=max(N_OPTS // 3, 1))
+@given(data=st.data())
+def test_cli_summary_plot_report_options(small_store, cmd, data):
+    opts = data.draw(reader_options(cmd))
     with tempfile.TemporaryDirectory() as td:
         shutil.copytree(small_store, Path(td) / "sw")
         _in_dir(td, [opts[0], "sw", *opts[1:]])

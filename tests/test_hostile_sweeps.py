@@ -320,6 +320,8 @@ def test_range_values_that_round_together_are_given_once():
     (["--executor", "dask://host:99999"], "--executor"),
     (["--jobs", "0"], "--jobs"),
     (["--metric", "bogus", "--summary"], "unknown metric"),
+    (["--metric", "flows[99].goodput_bps", "--summary"], "no run will have it"),
+    (["--metric", "flows[0]", "--summary"], "names a table"),
 ])
 def test_bad_options_write_nothing(tmp_path, tiny, opts, expect):
     out = tmp_path / "out"

@@ -133,6 +133,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         tag = digest(manifest["scenario_hash"] + "|" + "|".join(a.key for a in axes))[:8]
         out = str(Path("out") / "sweeps" / f"{''.join(c if c.isalnum() or c in '-_' else '_' for c in name)}-{tag}")
         check_output_dir(Path(out), "--out")
+    if args.summary and args.metric:
+        from .summary import check_paths_before_running
+
+        _, _, _, tasks = plan(args.scenario, args.grid, seeds, ov, True)
+        check_paths_before_running(args.metric, [t.scenario_json for t in tasks])
     sw = sweep(args.scenario, args.grid, seeds, out=out, executor=args.executor, jobs=args.jobs,
                progress=_progress(args), overrides=ov, force=args.force)
     oc = sw.outcome

@@ -66,6 +66,9 @@ def metric(name: str) -> Metric:
     if n in KNOWN:
         return Metric(n, n)
     if _PATH.match(n) and n.split(".")[0].split("[")[0] in {"flows", "links", "gateways", "sim", "nodes"}:
+        if "." not in n or n.endswith("]"):
+            raise ScenarioError(None, "--metric", f"{name}: names a table, not a number; e.g. "
+                                "flows[0].goodput_bps")
         leaf = n.rsplit(".", 1)[-1]
         if leaf.endswith("_bps"):
             return Metric(n, n[: -len("_bps")], 1e-6, "Mbit/s")
@@ -101,6 +104,31 @@ def values(rows: Sequence[Mapping[str, Any]], m: Metric) -> list[float | None]:
         v = r.get(m.name) if m.name in r else _walk(json.loads(r["result"]), m.name)
         out.append(None if v is None or v is _MISSING or isinstance(v, (str, dict, list)) else float(v))
     return out
+
+
+def check_paths_before_running(names: Sequence[str] | None, scenarios_json: Sequence[str]) -> None:
+    """Before a sweep runs: a ``flows[i]`` or ``links[i]`` metric must name a flow or a
+    link direction that at least one of the runs will have (``flows[99].goodput_bps`` in
+    a sweep of one flow is refused before anything is stored). Other result paths are
+    checked against the results (:func:`check_present`)."""
+    ms = [metric(x) for x in names or []]
+    heads = []
+    for m in ms:
+        h = re.match(r"^(flows|links)\[(\d+)\]", m.name) if m.name not in KNOWN else None
+        if h is not None:
+            heads.append((m, h))
+    if not heads:
+        return
+    from .. import _core
+
+    unique = set(scenarios_json)
+    n_flows = max(int(_core.validate(s)["flows"]) for s in unique)
+    n_dirs = max(2 * len(json.loads(s).get("link", [])) for s in unique)  # a result lists both directions
+    for m, h in heads:
+        have = n_flows if h[1] == "flows" else n_dirs
+        what = f"{n_flows} flow(s)" if h[1] == "flows" else f"{n_dirs} link directions"
+        if int(h[2]) >= have:
+            raise ScenarioError(None, "--metric", f"{m.name}: no run will have it (the runs have {what})")
 
 
 def check_present(rows: Sequence[Mapping[str, Any]], m: Metric) -> None:
