@@ -121,6 +121,31 @@ def test_proc_kmsg_is_refused_at_once(tmp_path, where):
     bad(r, expect, "not a regular file" if where != "scenario" else "kernel interface")
 
 
+@pytest.mark.parametrize("what", ["result.json", "flow0-timeseries.csv", "fig.png", "report.md"])
+@pytest.mark.parametrize("kind", ["FIFO", "garbage"])
+def test_report_on_a_damaged_run_or_reproduction_directory(tmp_path, what, kind):
+    """`report DIR` reads only regular files (a FIFO hung it) and says which file is not
+    what it expects, in one line."""
+    d = tmp_path / "d"
+    if what == "report.md":
+        d.mkdir()
+    else:
+        cli("run", write(tmp_path, GOOD), "--out", d, "--timeseries", check=True)
+    p = d / what
+    p.unlink(missing_ok=True)
+    if kind == "FIFO":
+        os.mkfifo(p)
+    else:
+        p.write_bytes(b"\xff\xfe{not what it should be" * 10)
+    r = subprocess.run([sys.executable, "-m", "longpipe", "report", str(d)], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=120)  # a hang guard
+    if kind == "garbage" and what == "fig.png":
+        assert r.returncode == 0, r.stderr  # any bytes can be embedded
+        return
+    bad(r, str(p))
+    assert not (d / "report.html").exists()
+
+
 # --- item 11: full and read-only file systems ----------------------------------------------
 
 needs_unshare = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
