@@ -68,7 +68,8 @@ fuzz: setup ## long fuzz runs (FUZZ_SECS per target): cargo-fuzz on nightly if p
 	    ( ulimit -v $(FUZZ_MEM_KB); cargo run -p longpipe-fuzz --release -q -- $$t $(FUZZ_SECS) ) || exit 1; \
 	  done; \
 	fi
-	LONGPIPE_HYPOTHESIS_EXAMPLES=3000 $(PY) -m pytest -q tests/test_fuzz_cli.py
+	LONGPIPE_HYPOTHESIS_EXAMPLES=3000 LONGPIPE_HYPOTHESIS_STORE_EXAMPLES=3000 \
+	  $(PY) -m pytest -q -s tests/test_fuzz_cli.py tests/test_fuzz_store.py
 
 bench: setup ## speed figures for BENCHMARKS.md
 	cargo build -p longpipe-core --release --example bench -q

@@ -3,9 +3,13 @@ hostile option values must give exit status 0, or 2 with one line on stderr; nev
 traceback, never a hang (a per-case alarm cancels the simulation through the same
 path as Ctrl-C), never a file written on failure.
 
-`make test` runs a fixed, derandomized set (LONGPIPE_HYPOTHESIS_EXAMPLES cases per
-test, default 600); `make fuzz` runs many more. Simulated durations are kept
-short. Inputs that hit core defects still open (issue 14: zero/1 ns timers, runaway
+The option parsing of `sweep`, `compare`, `summary`, `plot` and `report` is fuzzed too
+(issue 29): grid specs, seeds, executors, jobs, metrics, bins, plot keys.
+
+`make test` runs a fixed, derandomized set (LONGPIPE_HYPOTHESIS_EXAMPLES cases for `run`
+and `model`, default 600, and a third of that for each option test,
+LONGPIPE_HYPOTHESIS_OPTION_EXAMPLES); `make fuzz` runs many more. Simulated durations
+are kept short. Inputs that hit core defects still open (issue 14: zero/1 ns timers, runaway
 `count`) are not generated: they have their own expected-failure tests in
 test_hostile_core.py.
 """
@@ -16,6 +20,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -126,7 +131,7 @@ OUTCOMES: dict = {}
 def outcome_mix():
     """The generators must not be degenerate: both successes and rejections occur."""
     yield
-    for cmd in ("run", "model"):
+    for cmd in ("run", "model", "sweep", "compare", "summary", "plot", "report"):
         ok, bad = OUTCOMES.get((cmd, 0), 0), OUTCOMES.get((cmd, 2), 0)
         print(f"\n{cmd}: {ok} cases exited 0, {bad} exited 2")
         if ok + bad >= 100:
@@ -222,3 +227,158 @@ def test_cli_model_on_hostile_numbers(name, rtt, p, extra):
     if rc == 0:
         d = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the output of {argv}"))
         assert d["throughput_bps"] >= 0 and math.isfinite(d["throughput_pps"])
+
+
+# --- the option parsing of sweep, compare, summary, plot and report (issue 29) ------------
+
+N_OPTS = int(os.environ.get("LONGPIPE_HYPOTHESIS_OPTION_EXAMPLES", str(max(N // 3, 1))))
+OPT_SETTINGS = settings(SETTINGS, max_examples=N_OPTS)
+
+TINY = """
+name = "tiny"
+duration = "0.2s"
+[[link]]
+a = "server"
+b = "client"
+rate = "2Mbps"
+delay = "20ms"
+loss = { kind = "bernoulli", p = 0.01 }
+[[flow]]
+src = "server"
+dst = "client"
+"""
+
+KEYS = ["flow.tcp", "flow.mss", "flow.sack", "link[0].delay", "link[0].rate", "link[0].loss.p", "link[0].queue.limit",
+        "flow[3].tcp", "seed", "", "a..b", "link[0]", "flow.tcp.x", ".".join(["a"] * 100), "duration"]
+# Range counts are small or beyond the cap: a hostile count must be refused, a small one
+# must run quickly (a sweep of 50 000 points would be accepted, and take its time).
+COUNTS_ = ["0", "1", "2", "3", "100001", "99999999999", "9" * 30, "-1", "x", ""]
+VALUES = ["reno,hybla", "newreno", "500..1500:lin:2", "1e-4..1e-2:log:3", "10ms..500ms:log:3", "1Mbps..3Mbps:lin:2",
+          "1KiB..2KiB:lin:3", "0..1:2", "true,false", "1,1,1", ",", "", "{kind = \"ber\", ber = 1e-7}", "[1,2]",
+          "nan", "1e999", "'x'", "\n", "reno,,hybla"]
+SEEDS = ["1", "2", "3", "0", "-1", "x", "1..3", "3..1", "1,5,9", "18446744073709551615",
+         "18446744073709551614..18446744073709551615", "0..99999999999", "1," + "9" * 40, ",", "1,,2", " 2 ", "1e3"]
+SEED = ["0", "1", "18446744073709551615", "18446744073709551616", "-1", "x"]
+EXECUTORS = ["local", "bogus", "tcp://", "dask://host:99999", "dask://:1", "", " local "]
+JOBS = ["1", "0", "-3", "x", "1e3"]
+METRICS_ = ["goodput", "retx", "rtt", "bogus", "flows[0].goodput_bps", "flows[99].goodput_bps", "flows[0]",
+            "links[0].drops_queue", "sim.events", "", "a..b"]
+
+
+def _grid(draw):
+    key = draw(st.sampled_from(KEYS))
+    if draw(st.booleans()):
+        lo, hi = draw(st.sampled_from([("1", "5"), ("10ms", "20ms"), ("1e-4", "1e-2"), ("1Mbps", "2Mbps"), ("x", "y"),
+                                       ("1", "1"), ("5", "1"), ("0", "1")]))
+        scale = draw(st.sampled_from(["", ":lin", ":log", ":cubic"]))
+        return f"{key}={lo}..{hi}{scale}:{draw(st.sampled_from(COUNTS_))}"
+    return f"{key}={draw(st.sampled_from(VALUES))}"
+
+
+@st.composite
+def sweep_options(draw):
+    argv = []
+    for _ in range(draw(st.integers(0, 2))):
+        argv += ["--grid", _grid(draw)]
+    for opt, choices in (("--seeds", SEEDS), ("--seed", SEED), ("--executor", EXECUTORS), ("--jobs", JOBS),
+                         ("--metric", METRICS_), ("--set", ["flow.tcp=reno", "flow.iw=0", "x=1", "flow.tcp"])):
+        if draw(st.integers(0, 3)) == 0:
+            argv += [opt, draw(st.sampled_from(choices))]
+    if draw(st.booleans()):
+        argv.append("--summary")
+    return argv
+
+
+@st.composite
+def compare_options(draw):
+    argv = []
+    for _ in range(draw(st.integers(0, 2))):
+        argv += ["--vary", _grid(draw)]
+    for opt, choices in (("--tcp", ["reno,hybla", "", ",", "cubic", "bogus"]), ("--stack", ["classic,linux", "", "x"]),
+                         ("--seeds", SEEDS), ("--seed", SEED), ("--executor", EXECUTORS), ("--jobs", JOBS),
+                         ("--flow", ["0", "1", "-1", "x", "99"]),
+                         ("--bin", ["0.01", "0", "-1", "nan", "inf", "1e-12", "1e-7", "1e300", "x"])):
+        if draw(st.integers(0, 3)) == 0:
+            argv += [opt, draw(st.sampled_from(choices))]
+    if draw(st.integers(0, 5)) == 0:
+        argv += ["--plot", draw(st.sampled_from(["c.png", "c.xyz", "", "sub/c.svg"]))]
+    if draw(st.integers(0, 3)) == 0:
+        argv.append(draw(st.sampled_from(["--json", "--csv"])))
+    return argv
+
+
+@st.composite
+def reader_options(draw, cmd):
+    argv = [cmd]
+    if cmd == "summary":
+        for _ in range(draw(st.integers(0, 2))):
+            argv += ["--metric", draw(st.sampled_from(METRICS_))]
+        if draw(st.integers(0, 2)) == 0:
+            argv.append(draw(st.sampled_from(["--json", "--csv"])))
+    elif cmd == "plot":
+        argv += ["--x", draw(st.sampled_from(["flow.tcp", "link[0].delay", "seed", "", "x"]))]
+        for opt, choices in (("--y", METRICS_), ("--hue", ["flow.tcp", "link[0].delay", "x"]),
+                             ("--where", ["flow.tcp=reno", "flow.tcp=cubic", "x=1", "flow.tcp", "link[0].delay=10ms"])):
+            if draw(st.integers(0, 2)) == 0:
+                argv += [opt, draw(st.sampled_from(choices))]
+        if draw(st.booleans()):
+            argv.append("--logy")
+        argv += ["--out", draw(st.sampled_from(["p.png", "sub/p.png", "p.svg"]))]
+    else:
+        argv += ["--out", draw(st.sampled_from(["r.html", "sub/r.html"]))]
+    return argv
+
+
+def _in_dir(td, argv):
+    cwd = os.getcwd()
+    os.chdir(td)  # relative outputs land here, not in the repository
+    try:
+        before = sorted(str(p) for p in Path(td).rglob("*"))
+        rc, stdout, stderr = run_main(argv)
+    finally:
+        os.chdir(cwd)
+    check_outcome(rc, stdout, stderr, argv)
+    if rc != 0:
+        assert sorted(str(p) for p in Path(td).rglob("*")) == before, f"nothing new left behind: {argv}"
+    return rc
+
+
+@OPT_SETTINGS
+@given(opts=sweep_options())
+def test_cli_sweep_options(opts):
+    with tempfile.TemporaryDirectory() as td:
+        (Path(td) / "s.toml").write_text(TINY)
+        if "--jobs" not in opts:
+            opts = [*opts, "--jobs", "1"]  # a process pool per case would cost a second each
+        _in_dir(td, ["sweep", "s.toml", *opts, "--out", "sw", "--quiet"])
+
+
+@OPT_SETTINGS
+@given(opts=compare_options())
+def test_cli_compare_options(opts):
+    with tempfile.TemporaryDirectory() as td:
+        (Path(td) / "s.toml").write_text(TINY)
+        if "--jobs" not in opts:
+            opts = [*opts, "--jobs", "1"]
+        _in_dir(td, ["compare", "s.toml", *opts, "--quiet"])
+
+
+@pytest.fixture(scope="module")
+def small_store():
+    with tempfile.TemporaryDirectory() as td:
+        (Path(td) / "s.toml").write_text(TINY)
+        rc, _, err = run_main(["sweep", str(Path(td) / "s.toml"), "--grid", "flow.tcp=reno,hybla", "--grid",
+                               "link[0].delay=10ms..40ms:lin:3", "--seeds", "2", "--out", str(Path(td) / "sw"),
+                               "--quiet", "--jobs", "1"])
+        assert rc == 0, err
+        yield Path(td) / "sw"
+
+
+@pytest.mark.parametrize("cmd", ["summary", "plot", "report"])
+@settings(OPT_SETTINGS, max_examples=max(N_OPTS // 3, 1))
+@given(data=st.data())
+def test_cli_summary_plot_report_options(small_store, cmd, data):
+    opts = data.draw(reader_options(cmd))
+    with tempfile.TemporaryDirectory() as td:
+        shutil.copytree(small_store, Path(td) / "sw")
+        _in_dir(td, [opts[0], "sw", *opts[1:]])

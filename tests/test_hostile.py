@@ -141,7 +141,10 @@ def test_second_run_into_same_out_replaces_the_first(tmp_path):
     names = sorted(x.name for x in out.iterdir())
     assert names == [".longpipe-run.json", "notes.txt", "result.json"], names
     assert json.loads((out / "result.json").read_text())["seed"] == 2
-    assert json.loads((out / ".longpipe-run.json").read_text())["files"] == ["result.json"]
+    import hashlib
+
+    files = json.loads((out / ".longpipe-run.json").read_text())["files"]
+    assert files == {"result.json": hashlib.sha256((out / "result.json").read_bytes()).hexdigest()}
 
 
 def test_nothing_written_and_nothing_printed_on_bad_input(tmp_path):

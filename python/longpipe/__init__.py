@@ -7,11 +7,12 @@ command line) start without loading NumPy or pandas.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._core import __version__
 
+TYPE_CHECKING = False  # typing itself costs start-up (the CLI answers Ctrl-C sooner)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .api import Result, ScenarioError, load_scenario, run, schema
     from .sweeps.api import Sweep, sweep
 

@@ -9,8 +9,6 @@ a scenario given as a dict).
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,32 +18,20 @@ MAX_LINK_FILE_BYTES = 64 * 1024 * 1024
 
 def _read_text(path: Path) -> str:
     """The UTF-8 text of a regular file of at most MAX_LINK_FILE_BYTES, or ValueError with
-    what is wrong; never blocks on a FIFO nor reads an endless device."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    what is wrong; never blocks on a FIFO or a kernel file, nor reads an endless device."""
+    from ._io import NotReadable, read_regular_file
+
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ValueError(f"no such file: {path}") from None
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path} is not a regular file")
-        limit = f"the limit is {MAX_LINK_FILE_BYTES // (1024 * 1024)} MiB (docs/limits.md)"
-        if st.st_size > MAX_LINK_FILE_BYTES:
-            raise ValueError(f"{path} is too large ({st.st_size} bytes); {limit}")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as f:
-            fd = -1
-            raw = f.read(MAX_LINK_FILE_BYTES + 1)
-        if len(raw) > MAX_LINK_FILE_BYTES:
-            raise ValueError(f"{path} is too large; {limit}")
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        raw = read_regular_file(path, MAX_LINK_FILE_BYTES)
+    except NotReadable as e:
+        if e.kind == "missing":
+            raise ValueError(f"no such file: {path}") from None
+        if e.kind == "too_large":
+            raise ValueError(f"{path} is {e}; the limit is {MAX_LINK_FILE_BYTES // (1024 * 1024)} MiB "
+                             "(docs/limits.md)") from None
+        if e.kind in ("directory", "special"):
+            raise ValueError(f"{path} is not a regular file ({e})") from None
+        raise ValueError(f"{path}: {e}") from None
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:

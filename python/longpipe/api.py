@@ -13,7 +13,6 @@ import math
 import numbers
 import os
 import re
-import stat
 import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -52,50 +51,59 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+#: A quoted excerpt of a scenario in a message is cut to this many characters, and a
+#: whole message to MAX_MESSAGE.
+MAX_QUOTE = 60
+MAX_MESSAGE = 600
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`')
+#: Keys naming files a scenario reads (traces, schedules): messages about them never
+#: quote those files' content (a scenario could name /etc/shadow).
+_LINKED = re.compile(r"^link\[\d+\]\.(?:(?:rate|rate_ba)\.trace|schedule\[\d+\]\.file)$")
+
+
+def _excerpts(path: str, message: str) -> str:
+    """A message with what it quotes from files cut short, and nothing quoted from the
+    files a scenario names (only the scenario itself was named by the user)."""
+    if _LINKED.match(path or ""):
+        cut = _QUOTED.sub('"..."', message)
+        return cut if cut == message else cut + " (the content of files a scenario names is not shown)"
+    return _QUOTED.sub(lambda m: m[0] if len(m[0]) <= MAX_QUOTE else m[0][: MAX_QUOTE - 4] + "..." + m[0][-1],
+                       message)
+
+
 class ScenarioError(ValueError):
     """Bad scenario input. ``str()`` is ``"FILE: field.path: what was expected"``, always
-    on one line (control characters in keys and values are shown escaped)."""
+    on one line (control characters in keys and values are shown escaped), quoting at
+    most a short excerpt of the scenario (and nothing of the files it names)."""
 
     def __init__(self, source: str | None, path: str, message: str):
         self.source = source
         self.path = path
-        self.message = message
+        self.message = _excerpts(path, message)
         where = f"{source}: " if source else ""
-        super().__init__(_one_line(f"{where}{path or '(top level)'}: {message}"))
+        text = _one_line(f"{where}{path or '(top level)'}: {self.message}")
+        if len(text) > MAX_MESSAGE:
+            text = text[: MAX_MESSAGE - 30] + f"... ({len(text)} characters)"
+        super().__init__(text)
 
 
 def _read_scenario_file(path: Path, src: str) -> bytes:
     """The bytes of a regular file of at most MAX_SCENARIO_BYTES; never blocks on a FIFO
-    and never reads an endless device such as /dev/zero."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    or a kernel file, and never reads an endless device such as /dev/zero."""
+    from ._io import NotReadable, read_regular_file
+
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ScenarioError(src, "(file)", "no such file") from None
-    except OSError as e:
-        raise ScenarioError(src, "(file)", f"cannot read: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ScenarioError(src, "(file)", "is a directory; expected a scenario file (.toml or .json)")
-        if not stat.S_ISREG(st.st_mode):
-            raise ScenarioError(src, "(file)", "not a regular file (a FIFO, device or socket); "
-                                               "expected a scenario file (.toml or .json)")
-        limit = f"the limit is {MAX_SCENARIO_BYTES // (1024 * 1024)} MiB (docs/limits.md)"
-        if st.st_size > MAX_SCENARIO_BYTES:
-            raise ScenarioError(src, "(file)", f"too large ({st.st_size} bytes); {limit}")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as f:
-            fd = -1
-            raw = f.read(MAX_SCENARIO_BYTES + 1)
-        if len(raw) > MAX_SCENARIO_BYTES:
-            raise ScenarioError(src, "(file)", f"too large (more than {MAX_SCENARIO_BYTES} bytes); {limit}")
-        return raw
-    except OSError as e:
-        raise ScenarioError(src, "(file)", f"cannot read: {e.strerror or e}") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        return read_regular_file(path, MAX_SCENARIO_BYTES)
+    except NotReadable as e:
+        if e.kind == "directory":
+            msg = "is a directory; expected a scenario file (.toml or .json)"
+        elif e.kind == "special":
+            msg = f"{e}; expected a scenario file (.toml or .json)"
+        elif e.kind == "too_large":
+            msg = f"{e}; the limit is {MAX_SCENARIO_BYTES // (1024 * 1024)} MiB (docs/limits.md)"
+        else:
+            msg = str(e)
+        raise ScenarioError(src, "(file)", msg) from None
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -237,6 +245,8 @@ def apply_override(sc: dict[str, Any], key: str, value: Any, source: str | None 
     if not isinstance(key, str):
         raise TypeError(f"overrides: keys must be strings like 'flow.tcp', got {key!r} ({type(key).__name__})")
     parts = key.split(".")
+    if len(parts) > MAX_NESTING:
+        raise ScenarioError(source, key[:60] + "...", f"nested deeper than {MAX_NESTING} levels")
     if not key or any(not _SEG.match(p) for p in parts):
         raise ScenarioError(source, key or "(override)", "expected a key like 'flow.tcp' or 'link[0].loss.p'")
     value = scenario_tree(value, source, key)
@@ -436,6 +446,22 @@ def _check_pcap(pcap: Any) -> list[str]:
     return specs
 
 
+def _check_timeseries_dir(d: str) -> None:
+    """``timeseries_dir``: an existing directory where files can be created (checked by
+    creating and removing one: os.access says yes to root on a read-only file system,
+    and /proc is a directory no file can be created in). ScenarioError otherwise."""
+    import tempfile
+
+    if not os.path.isdir(d):
+        raise ScenarioError(None, "timeseries_dir", f"{d!r} is not an existing directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".longpipe-probe.", dir=d)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise ScenarioError(None, "timeseries_dir", f"cannot write in {d!r}: {e.strerror or e}") from None
+
+
 def run(
     scenario: str | os.PathLike[str] | Mapping[str, Any],
     seed: int | None = None,
@@ -472,6 +498,8 @@ def run(
       out of range (``seed=2**64``, ``seed=-1``, ``timeseries=[-1]`` or a flow id the
       scenario lacks), NaN, ``None``, dates. Its ``str()`` is one line:
       ``"FILE: field.path: what was expected"``.
+    * ``ScenarioError`` with path ``timeseries_dir`` for a ``timeseries_dir`` that is not
+      an existing directory where files can be created.
     * ``TypeError`` with a message naming the argument when an argument of ``run``
       itself has the wrong Python type: ``run(123)``, ``seed=True`` or ``1.0``,
       ``timeseries="abc"`` or ``[1.5]``, ``pcap=[1]``, ``overrides={1: 2}``.
@@ -495,8 +523,7 @@ def run(
     if timeseries_dir is not None:
         if not isinstance(timeseries_dir, (str, os.PathLike)):
             raise TypeError(f"timeseries_dir: expected a directory path, got {type(timeseries_dir).__name__}")
-        if not os.path.isdir(timeseries_dir):
-            raise NotADirectoryError(f"timeseries_dir: {os.fspath(timeseries_dir)!r} is not an existing directory")
+        _check_timeseries_dir(os.fspath(timeseries_dir))
         if timeseries is None or timeseries is False:
             timeseries = True
     trace_all, trace_flows = _check_timeseries(timeseries, src)

@@ -155,9 +155,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     # the crosschecks run in real time as root: not part of "all"
     names = [n for n in REGISTRY if not n.startswith("crosscheck")] if args.name == "all" else [args.name]
+    from ._io import check_output_dir
+    from .sweeps.engine import check_executor, check_jobs
+
+    check_executor(args.executor)
+    check_jobs(args.jobs)
+    outs = {n: Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
+            for n in names}
+    for out in outs.values():  # before any run: a read-only or unwritable place costs nothing
+        check_output_dir(out, "--out")
     for n in names:
         mod = importlib.import_module(REGISTRY[n])
-        out = Path(args.out) / n if args.out and args.name == "all" else Path(args.out or f"out/reproduce/{n}")
+        out = outs[n]
         rc: int = mod.main(quick=args.quick, out=out, jobs=args.jobs, executor=args.executor, quiet=args.quiet)
         if rc:
             return rc
@@ -239,6 +248,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the command line ``argv`` (default: sys.argv); returns the exit status."""
+    from ._entry import interrupted, signals_like_ctrl_c
+
+    try:
+        with signals_like_ctrl_c():
+            return _main(argv)
+    except KeyboardInterrupt as e:  # also while parsing or importing
+        return interrupted(e)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     from .emu import split_command
 
@@ -248,20 +268,19 @@ def main(argv: list[str] | None = None) -> int:
         args.cmd = command
     try:
         return int(args.func(args) or 0)
-    except ScenarioError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OutputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except UsageError as e:
+    except (ScenarioError, OutputError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        from ._entry import interrupted
+
+        return interrupted(e)
+    except OSError as e:  # after the checks: a full disk, a file system turned read-only, a race
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     except Exception:  # internal error: say so, with the traceback for a bug report
         print("internal error (please report):", file=sys.stderr)
         traceback.print_exc()
@@ -269,18 +288,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The ``longpipe`` command: ``main()``, then exit. After Ctrl-C (status 130) it exits
-    at once, skipping the interpreter's slow clean-up of loaded modules (nothing is left
-    to write: an interrupted run writes no output)."""
-    rc = main()
-    if rc == 130:
-        for f in (sys.stdout, sys.stderr):
-            try:
-                f.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(130)
-    sys.exit(rc)
+    """The ``longpipe`` command (kept for scripts that call it; the entry point is
+    ``longpipe._entry.console_main``)."""
+    from ._entry import console_main as entry
+
+    entry()
 
 
 if __name__ == "__main__":

@@ -122,8 +122,23 @@ def _page(title: str, body: str) -> str:
             f"<p class=\"meta\">Made by longpipe {_e(__version__)}.</p></body></html>\n")
 
 
+#: The largest file a report reads (a result of 10^6 flows is some hundreds of MB).
+MAX_INPUT_BYTES = 1024 * 1024 * 1024
+
+
+def _read(p: Path) -> bytes:
+    """A regular file's bytes (never a FIFO or device, which would hang), or a one-line
+    ScenarioError naming it."""
+    from ._io import NotReadable, read_regular_file
+
+    try:
+        return read_regular_file(p, MAX_INPUT_BYTES)
+    except NotReadable as e:
+        raise ScenarioError(str(p), "(file)", str(e)) from None
+
+
 def _pngs(d: Path, skip: Sequence[str] = ()) -> list[str]:
-    return [_img(p.read_bytes(), p.name) for p in sorted(d.glob("*.png")) if p.name not in skip]
+    return [_img(_read(p), p.name) for p in sorted(d.glob("*.png")) if p.name not in skip]
 
 
 def _fig_bytes(fig: Any) -> bytes:
@@ -133,9 +148,19 @@ def _fig_bytes(fig: Any) -> bytes:
 
 
 def run_body(d: Path) -> tuple[str, str]:
+    try:
+        data = json.loads(_read(d / "result.json"))
+        return _run_body(d, data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        if isinstance(e, ScenarioError):
+            raise
+        raise ScenarioError(str(d / "result.json"), "(file)", f"not a longpipe result ({type(e).__name__}: "
+                            f"{str(e)[:60]})") from None
+
+
+def _run_body(d: Path, data: Any) -> tuple[str, str]:
     from .report import format_result
 
-    data = json.loads((d / "result.json").read_text())
     parts = [f"<p class=\"meta\">scenario <b>{_e(data['scenario'])}</b>, seed {_e(data['seed'])}, "
              f"{data['duration_s']:g} s simulated</p>"]
     parts.append("<h2>Flows</h2>")
@@ -161,8 +186,14 @@ def run_body(d: Path) -> tuple[str, str]:
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
         for p in ts:
-            t = pd.read_csv(p)
-            ax.step(t["t"], t["cwnd"] / 1e3, where="post", lw=0.9, label=p.name.split("-")[0])
+            try:
+                t = pd.read_csv(io.BytesIO(_read(p)))
+                x, y = t["t"].astype(float), t["cwnd"].astype(float) / 1e3
+            except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+                if isinstance(e, ScenarioError):
+                    raise
+                raise ScenarioError(str(p), "(file)", f"not a longpipe time series ({type(e).__name__})") from None
+            ax.step(x, y, where="post", lw=0.9, label=p.name.split("-")[0])
         ax.set_xlabel("time (s)")
         ax.set_ylabel("cwnd (kB)")
         ax.grid(alpha=0.3)
@@ -205,7 +236,10 @@ def sweep_body(d: Path) -> tuple[str, str]:
 
 
 def reproduction_body(d: Path) -> tuple[str, str]:
-    text = (d / "report.md").read_text()
+    try:
+        text = _read(d / "report.md").decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(str(d / "report.md"), "(file)", f"not UTF-8 text (byte {e.start})") from None
     m = re.match(r"^#\s+(.*)$", text.splitlines()[0]) if text else None
     title = m[1] if m else d.name
     body = markdown("\n".join(text.splitlines()[1:]) if m else text)

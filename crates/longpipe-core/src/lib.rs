@@ -39,18 +39,7 @@ pub fn run_valid(
     opts: &RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
     if let Some(limit) = opts.max_events {
-        let e = sim::estimate::estimate(sc).events;
-        if e > limit {
-            return Err(ScenarioError::new(
-                "(work)",
-                format!(
-                    "this run would take about {e:.1e} events (about {:.0} minutes), above the \
-                     limit of {limit:.0e}: shorten the duration or the rates, or run it anyway \
-                     with --force (Python: force=True); see docs/limits.md",
-                    e / 6e6 / 60.0
-                ),
-            ));
-        }
+        sim::estimate::check(sc, limit)?;
     }
     Ok(sim::Sim::new(sc, opts)?.run(opts))
 }

@@ -256,7 +256,7 @@ fn one_line(s: &str) -> String {
 
 /// serde's messages name Rust types ("expected struct FlowSpec", "expected u32",
 /// "untagged enum IwSpec"); a user wrote TOML, so say what the file may contain.
-fn plain_words(msg: &str) -> String {
+pub(crate) fn plain_words(msg: &str) -> String {
     const UNTAGGED: [(&str, &str); 1] = [(
         "data did not match any variant of untagged enum IwSpec",
         "expected a number of segments (1, 2, ...) or one of \"rfc2414\", \"rfc3390\", \"rfc6928\"",

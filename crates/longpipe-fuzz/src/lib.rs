@@ -3,8 +3,9 @@
 //!
 //! * [`scenario`]: scenario JSON text through the public
 //!   `scenario::parse_json(text).and_then(|s| s.validate())`: must never panic; every
-//!   error names a field path or "(top level)" and has a one-line message. It never
-//!   runs a simulation.
+//!   error names a field path or "(top level)" and has a one-line message; a valid
+//!   scenario's work estimate (events, timeouts, memory) is a non-negative number. It
+//!   never runs a simulation.
 //! * [`wire`]: bytes through `wire::parse`: must never panic; a parsed header emits
 //!   and parses back to itself (SACK blocks beyond what fits dropped, as documented)
 //!   with both checksums correct.
@@ -42,6 +43,14 @@ pub fn scenario(data: &[u8]) -> String {
             assert!(v.duration.0 > 0, "a valid scenario has a positive duration");
             assert!(v.warmup < v.duration, "warmup < duration after validation");
             assert!(!v.links.is_empty(), "a valid scenario has a link");
+            // the work estimate (events, timeouts, memory) is a number, never NaN
+            let e = longpipe_core::sim::estimate::estimate(&v);
+            for x in [e.events, e.packets, e.timeouts, e.packets_held, e.memory] {
+                assert!(
+                    x >= 0.0,
+                    "the work estimate is a non-negative number: {e:?}"
+                );
+            }
             format!("ok:{}:{}", v.flows.len().min(3), v.nodes.len().min(5))
         }
         Err(e) => {

@@ -25,6 +25,9 @@ struct State {
     flows: BTreeMap<usize, FlowFiles>,
     /// The first write error; later chunks are dropped and `finish` reports it.
     err: Option<io::Error>,
+    /// Closed by a cancel: the files are shut and later chunks dropped, so the caller
+    /// may remove the directory while the simulation thread winds down.
+    closed: bool,
 }
 
 pub struct CsvTraces {
@@ -100,7 +103,7 @@ impl CsvTraces {
     /// Appends a chunk of flow `id`'s samples (creating its files on the first one).
     pub fn write(&self, id: usize, t: &FlowTrace) {
         let mut st = self.st.lock().unwrap_or_else(|e| e.into_inner());
-        if st.err.is_some() {
+        if st.err.is_some() || st.closed {
             return;
         }
         let r = match st.flows.get_mut(&id) {
@@ -113,6 +116,20 @@ impl CsvTraces {
         };
         if let Err(e) = r {
             st.err = Some(e);
+        }
+    }
+
+    /// Stops writing: waits for a chunk being written, closes every file without
+    /// flushing what is buffered, and drops every later chunk. After it returns, the
+    /// simulation thread never touches the directory again (a cancelled run's files
+    /// are removed at once, without waiting for the thread to end).
+    pub fn close(&self) {
+        let mut st = self.st.lock().unwrap_or_else(|e| e.into_inner());
+        st.closed = true;
+        for (_, f) in std::mem::take(&mut st.flows) {
+            for w in [f.ts, f.seg, f.rtt] {
+                drop(w.into_parts()); // the file, closed; its buffer, discarded
+            }
         }
     }
 

@@ -6,7 +6,8 @@
 //! GIL and waits in short slices ([`SLICE`]); between slices it checks for signals
 //! (so Ctrl-C raises `KeyboardInterrupt` in Python within one slice, and the
 //! simulation is told to stop through `RunOptions::cancel`) and calls an optional
-//! progress callback with the simulated time reached.
+//! progress callback with the simulated time reached. A cancelled run's thread is not
+//! waited for (see `run`).
 
 mod csvtrace;
 
@@ -32,10 +33,6 @@ create_exception!(
 /// itself polls its cancel flag every 4096 events, so Ctrl-C stops a run within about
 /// this long plus a fraction of a millisecond.
 const SLICE: Duration = Duration::from_millis(20);
-
-/// After a cancel, how long to wait for the simulation thread to wind down before
-/// returning anyway (it is then detached and stops at its next cancel check).
-const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 fn to_py_err(e: CoreError) -> PyErr {
     ScenarioError::new_err((e.path, e.msg))
@@ -159,9 +156,14 @@ fn run(
         });
         if let Some(e) = stop {
             // Ctrl-C (or an exception from the progress callback): stop the run and
-            // give up its output.
+            // give up its output. The thread stops at its next cancel check (within
+            // 4096 events) and then builds an output nobody reads (copying a capture
+            // can take tens of ms): it is not waited for. Once the time series files
+            // are closed it never touches them again, so the caller may remove them.
             cancel.store(true, Ordering::Relaxed);
-            let _ = py.allow_threads(|| wait(CANCEL_GRACE));
+            if let Some(c) = &csv {
+                py.allow_threads(|| c.close());
+            }
             return Err(e);
         }
     };
@@ -207,7 +209,7 @@ fn run(
 /// Parses and validates a scenario without running it; raises ScenarioError.
 /// Returns a summary: {"flows": number of flows after `count`, "duration_ns": ...,
 /// "events_estimate": an upper estimate of the run's events, "max_events": the limit
-/// `run` applies unless forced}.
+/// `run` applies unless forced, "memory_estimate": bytes, "max_memory": its limit}.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
     let sc = longpipe_core::scenario::parse_json(scenario_json)
@@ -219,7 +221,21 @@ fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<PyObject> {
     let e = longpipe_core::sim::estimate::estimate(&sc);
     d.set_item("events_estimate", e.events)?;
     d.set_item("max_events", longpipe_core::sim::DEFAULT_MAX_EVENTS)?;
+    d.set_item("memory_estimate", e.memory)?;
+    d.set_item("max_memory", longpipe_core::sim::estimate::MAX_MEMORY_BYTES)?;
     Ok(d.into_any().unbind())
+}
+
+/// Parses and validates a scenario and applies the work limits `run` applies unless
+/// forced (events and memory); raises ScenarioError (path "(work)") as `run` would.
+#[pyfunction]
+fn check_work(scenario_json: &str) -> PyResult<()> {
+    let sc = longpipe_core::scenario::parse_json(scenario_json)
+        .and_then(|s| s.validate())
+        .map_err(to_py_err)?;
+    longpipe_core::sim::estimate::check(&sc, longpipe_core::sim::DEFAULT_MAX_EVENTS)
+        .map(|_| ())
+        .map_err(to_py_err)
 }
 
 /// The scenario JSON Schema.
@@ -232,6 +248,7 @@ fn schema() -> String {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(check_work, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -11,12 +11,10 @@ Reno forms for context. Invalid input: ``error: --ARG: ...`` on stderr, exit sta
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -135,29 +133,14 @@ def _check(args: argparse.Namespace) -> None:
             raise ModelUsageError(f"--plot: writes a PNG; give a file name ending in .png, got {args.plot!r}")
         if Path(args.plot).is_dir():
             raise ModelUsageError(f"--plot: {args.plot} is a directory; expected a file name ending in .png")
+        from .._io import OutputError, check_output_file
+
+        try:
+            check_output_file(Path(args.plot), "--plot")
+        except OutputError as e:
+            raise ModelUsageError(str(e)) from None
         if not (0 < args.p_min < args.p_max <= 1):
             raise ModelUsageError(f"--p-min/--p-max: need 0 < p-min < p-max <= 1, got {args.p_min!r}, {args.p_max!r}")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Writes ``data`` to a temporary file in ``path``'s directory, then os.replace()."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def plot(args: argparse.Namespace, path: str | os.PathLike[str]) -> Path:
@@ -189,11 +172,9 @@ def plot(args: argparse.Namespace, path: str | os.PathLike[str]) -> Path:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    out = Path(path)
-    _atomic_write(out, buf.getvalue())
-    return out
+    from .._io import save_figure
+
+    return save_figure(fig, path, "--plot", dpi=110)
 
 
 def _table(args: argparse.Namespace, r: dict[str, Any]) -> str:
@@ -214,12 +195,17 @@ def _table(args: argparse.Namespace, r: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the ``model`` subcommand on parsed ``args``; returns the exit status."""
+    from .._io import OutputError
+
     try:
         _check(args)
         r = evaluate(args.name, args.rtt, args.p, args.wmax, args.b, args.t0, args.rtt0, args.mss)
         if args.plot:
             plot(args, args.plot)
     except ModelUsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OutputError as e:  # the --plot target changed into a FIFO, a device... meanwhile
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:

@@ -8,9 +8,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..api import ScenarioError, prepare
-from .engine import Outcome, Task, make_task, run_tasks
-from .grid import Axis, apply_point, axes_from, display_value, parse_seeds, points, validate_grid
-from .store import FORMAT, Store, scenario_hash
+from .engine import Outcome, Task, check_executor, check_jobs, make_task, run_tasks
+from .grid import (
+    Axis,
+    apply_point,
+    axes_from,
+    count_runs,
+    display_value,
+    parse_seeds,
+    points,
+    seeds_text,
+    validate_grid,
+)
+from .store import FORMAT, Store, param_names, scenario_hash
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,24 +83,6 @@ def default_plot_name(x: str, y: str, hue: str | None) -> str:
     return f"{clean(y)}-vs-{clean(x)}" + (f"-by-{clean(hue)}" if hue else "") + ".png"
 
 
-def _merge(old: Mapping[str, Any], axes: Sequence[Axis], seeds: Sequence[int], where: str) -> tuple[list[Axis], list[int]]:
-    """The union of a stored manifest's grid and a new request (same keys required)."""
-    old_axes = [Axis.from_json(a) for a in old.get("axes", [])]
-    if [a.key for a in old_axes] != [a.key for a in axes]:
-        raise ScenarioError(where, "axes", "holds a sweep over "
-                            + (", ".join(a.key for a in old_axes) or "no grid keys")
-                            + "; this one is over " + (", ".join(a.key for a in axes) or "no grid keys")
-                            + ": use another --out")
-    from .grid import canonical
-
-    merged = []
-    for o, n in zip(old_axes, axes):
-        seen = {canonical(v) for v in o.values}
-        merged.append(Axis(o.key, o.values + tuple(v for v in n.values if canonical(v) not in seen),
-                           o.scale if o.scale == n.scale else "list"))
-    return merged, sorted(set(old.get("seeds", [])) | set(seeds))
-
-
 def plan(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str, Any] | Sequence[str] | None = None,
          seeds: int | str | Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
          force: bool = False) -> tuple[dict[str, Any], list[Axis], list[int], list[Task]]:
@@ -101,9 +93,10 @@ def plan(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str
     base, src = prepare(scenario, overrides)
     _validate(base, src, "the scenario" + (" and --set" if overrides else ""))
     axes = axes_from(grid)
-    validate_grid(base, src, axes)
     first = base.get("seed", 1)
-    seed_list = parse_seeds(seeds, first if isinstance(first, int) and first >= 0 else 1)
+    seed_list = parse_seeds(seeds, first if isinstance(first, int) and 0 <= first < 2**64 else 1)
+    count_runs(axes, len(seed_list))
+    validate_grid(base, src, axes)
     base_noseed = {k: v for k, v in base.items() if k != "seed"}
     from .. import __version__
 
@@ -114,12 +107,12 @@ def plan(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str
         from .. import _core
 
         for t in {t.scenario_json: t for t in tasks}.values():
-            v = _core.validate(t.scenario_json)
-            if v["events_estimate"] > v["max_events"]:
-                where = ", ".join(f"{k}={val}" for k, val in t.params) or "the scenario"
-                raise ScenarioError(src, "(work)", f"{where} would take about {v['events_estimate']:.1e} events, above "
-                                    f"the limit of {v['max_events']:.0e}: shorten it, or use --force (force=True); "
-                                    "see docs/limits.md")
+            try:
+                _core.check_work(t.scenario_json)
+            except _core.ScenarioError as e:
+                where = ", ".join(f"{k}={val}" for k, val in t.params)
+                path, msg = e.args
+                raise ScenarioError(src, path, f"{'at ' + where + ': ' if where else ''}{msg}") from None
     return manifest, axes, seed_list, tasks
 
 
@@ -139,22 +132,15 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[st
     address ``"dask://HOST:PORT"``. Every key and value is validated before anything
     runs (ScenarioError naming the key).
     """
+    check_executor(executor)
+    check_jobs(jobs)
     manifest, axes, seed_list, tasks = plan(scenario, grid, seeds, overrides, force)
     store = None
     outdir = None
     if out is not None:
         outdir = Path(out)
         store = Store(outdir)
-        old = store.read_manifest()
-        if old is None and store.runs.is_dir() and any(store.runs.iterdir()):
-            raise ScenarioError(str(outdir), "runs", "has runs but no sweep.json: not a sweep store; use another --out")
-        if old is not None:
-            if old.get("scenario_hash") != manifest["scenario_hash"]:
-                raise ScenarioError(str(outdir), "scenario", "holds a sweep of another scenario (or other --set "
-                                    "values); use another --out")
-            merged, all_seeds = _merge(old, axes, seed_list, str(outdir))
-            manifest = {**manifest, "axes": [a.to_json() for a in merged], "seeds": all_seeds}
-        store.write_manifest(manifest)
+        manifest = store.claim(manifest)
     outcome = run_tasks(tasks, store, executor=executor, jobs=jobs, progress=progress, label="sweep")
     return Sweep({**manifest, "axes": [a.to_json() for a in axes], "seeds": seed_list}, outcome.rows, outdir, outcome)
 
@@ -166,13 +152,19 @@ def load(directory: str | os.PathLike[str]) -> Sweep:
     if manifest is None:
         raise ScenarioError(str(directory), "sweep.json", "not a sweep directory (no sweep.json); run "
                             "'longpipe sweep ... --out DIR' first")
-    return Sweep(manifest, store.read(), Path(directory))
+    rows = store.read()
+    keys = [a["key"] for a in manifest["axes"]]
+    for r in rows:  # one owner format: never pool rows of another grid with these
+        params = param_names(r)
+        if params != keys:
+            raise ScenarioError(str(store.path(str(r["run_id"]))), "(file)",
+                                f"holds a run over {', '.join(params) or 'no grid keys'}, but sweep.json lists "
+                                f"{', '.join(keys) or 'no grid keys'}: the store mixes variants (written by an older "
+                                "longpipe?); re-run the sweep into a new --out")
+    return Sweep(manifest, rows, Path(directory))
 
 
 def describe(sw: Sweep) -> str:
     """One line: the scenario, grid and seeds."""
     grid = "; ".join(f"{a.key} = {', '.join(display_value(v) for v in a.values)}" for a in sw.axes) or "no grid"
-    seeds = sw.manifest.get("seeds", [])
-    s = f"{seeds[0]}..{seeds[-1]}" if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 \
-        else ", ".join(map(str, seeds))
-    return f"scenario {sw.name}: {grid}; seeds {s}"
+    return f"scenario {sw.name}: {grid}; seeds {seeds_text(sw.manifest.get('seeds', []))}"

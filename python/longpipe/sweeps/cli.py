@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
     s.add_argument("scenario", help="scenario file (TOML or JSON)")
     s.add_argument("--grid", action="append", metavar="KEY=VALUES", default=[], help=GRID_HELP)
     s.add_argument("--seeds", default=None, metavar="N", help=SEEDS_HELP)
-    s.add_argument("--seed", type=int, metavar="S", help="first seed of --seeds N (default: the scenario's seed)")
+    s.add_argument("--seed", metavar="S", help="first seed of --seeds N (default: the scenario's seed)")
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key for every run")
     s.add_argument("--out", metavar="DIR", help="store directory (default: out/sweeps/NAME-HASH)")
     s.add_argument("--summary", action="store_true", help="print mean ± 95%% CI per point when done")
@@ -97,35 +97,55 @@ def _note(args: argparse.Namespace, text: str) -> None:
 
 
 def _seeds_arg(args: argparse.Namespace) -> Any:
+    from ..options import seed_option
     from .grid import parse_seeds
 
+    seed = seed_option(getattr(args, "seed", None))
     spec = args.seeds
     if spec is None:
-        return [args.seed] if getattr(args, "seed", None) is not None else None
-    if args.seed is not None and str(spec).strip().isdigit():
-        return parse_seeds(int(spec), args.seed)
+        return [seed] if seed is not None else None
+    if seed is not None and str(spec).strip().isdigit():
+        return parse_seeds(str(spec), seed)
     return spec
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from .._io import check_output_dir
     from ..options import overrides as _overrides
     from .api import describe, plan, sweep
+    from .engine import check_executor, check_jobs
     from .store import digest
+    from .summary import metric
 
+    # every option before anything is written (a bad one costs nothing)
+    check_executor(args.executor)
+    check_jobs(args.jobs)
+    for m in args.metric or []:
+        metric(m)
     ov = _overrides(args.set)
     seeds = _seeds_arg(args)
     out = args.out
+    if out is not None:
+        check_output_dir(Path(out), "--out")
     if out is None:
         manifest, axes, _, _ = plan(args.scenario, args.grid, seeds, ov, args.force)
         name = str(manifest["scenario"].get("name") or Path(args.scenario).stem)
         tag = digest(manifest["scenario_hash"] + "|" + "|".join(a.key for a in axes))[:8]
         out = str(Path("out") / "sweeps" / f"{''.join(c if c.isalnum() or c in '-_' else '_' for c in name)}-{tag}")
+        check_output_dir(Path(out), "--out")
+    if args.summary and args.metric:
+        from .summary import check_paths_before_running
+
+        _, _, _, tasks = plan(args.scenario, args.grid, seeds, ov, True)
+        check_paths_before_running(args.metric, [t.scenario_json for t in tasks])
     sw = sweep(args.scenario, args.grid, seeds, out=out, executor=args.executor, jobs=args.jobs,
                progress=_progress(args), overrides=ov, force=args.force)
     oc = sw.outcome
     assert oc is not None
     _note(args, describe(sw))
     _note(args, f"{len(sw.rows)} runs: {oc.new} run now, {oc.reused} already in {out} ({oc.wall_s:.1f} s)")
+    if oc.rerun:
+        _note(args, f"{oc.rerun} stored run(s) were unreadable (damaged files) and ran again")
     if args.summary:
         print_summary(sw, args.metric)
     else:
@@ -133,14 +153,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_summary(sw: Any, metric_names: list[str] | None) -> None:
+def summary_text(sw: Any, metric_names: list[str] | None) -> str:
     from ..report import table
     from .summary import summarize, table_rows
 
     summ = summarize(sw.rows, sw.axes, metric_names)
     headers, cells = table_rows(summ, sw.axes, metric_names)
-    print(f"mean ± 95% confidence interval over seeds ({sw.name})")
-    print(table(headers, cells, "l" * len(sw.axes) + "r" * (len(headers) - len(sw.axes))))
+    return (f"mean ± 95% confidence interval over seeds ({sw.name})\n"
+            + table(headers, cells, "l" * len(sw.axes) + "r" * (len(headers) - len(sw.axes))))
+
+
+def print_summary(sw: Any, metric_names: list[str] | None) -> None:
+    print(summary_text(sw, metric_names))
 
 
 def summary_records(sw: Any, metric_names: list[str] | None) -> list[dict[str, Any]]:
@@ -186,8 +210,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
     elif args.csv:
         sys.stdout.write(write_csv(summary_records(sw, args.metric)))
     else:
+        text = summary_text(sw, args.metric)  # before printing anything: it checks the metrics
         print(describe(sw))
-        print_summary(sw, args.metric)
+        print(text)
     return 0
 
 
@@ -204,18 +229,22 @@ def parse_where(items: list[str] | None) -> dict[str, Any]:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from .._io import check_output_file
     from .api import default_plot_name, load
 
-    sw = load(args.dir)
     path = Path(args.out) if args.out else Path(args.dir) / default_plot_name(args.x, args.y, args.hue)
+    check_output_file(path, "--out")
+    sw = load(args.dir)
     p = sw.plot(args.x, args.y, args.hue, path, where=parse_where(args.where), logy=args.logy)
     print(f"wrote {p}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .._io import check_output_file
     from ..htmlreport import write_report
 
+    check_output_file(Path(args.out) if args.out else Path(args.dir) / "report.html", "--out")
     p = write_report(Path(args.dir), Path(args.out) if args.out else None)
     print(f"wrote {p}")
     return 0
@@ -241,28 +270,29 @@ def flow_stats(results: list[dict[str, Any]], flow: int) -> dict[str, Any]:
 
 def run_seeds(args: argparse.Namespace) -> int:
     """``longpipe run SCENARIO --seeds N``: N runs, mean ± 95 % CI per flow."""
+    from .._io import check_output_dir
     from ..api import ScenarioError
     from ..options import overrides as _overrides
     from ..report import table
     from .api import plan
-    from .engine import run_tasks
+    from .engine import check_executor, check_jobs, run_tasks
+    from .grid import seeds_text
     from .store import Store
     from .summary import fmt_mean_ci, mean_ci95
 
     if args.pcap or args.timeseries:
         raise ScenarioError(None, "--seeds", "cannot be combined with --pcap or --timeseries; "
                             "use --seed S for one run with traces")
+    check_executor(args.executor)
+    check_jobs(args.jobs)
+    if args.out:
+        check_output_dir(Path(args.out), "--out")
     manifest, _, seeds, tasks = plan(args.scenario, None, _seeds_arg(args), _overrides(args.set),
                                      getattr(args, "force", False))
     store = None
     if args.out:
         store = Store(args.out)
-        old = store.read_manifest()
-        if old is not None and old.get("scenario_hash") != manifest["scenario_hash"]:
-            raise ScenarioError(args.out, "scenario", "holds runs of another scenario; use another --out")
-        if old is not None:
-            manifest["seeds"] = sorted(set(old.get("seeds", [])) | set(seeds))
-        store.write_manifest(manifest)
+        store.claim(manifest)  # a store of another scenario or of a grid is refused
     oc = run_tasks(tasks, store, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="seeds")
     results = [json.loads(r["result"]) for r in oc.rows]
     first = results[0]
@@ -283,7 +313,7 @@ def run_seeds(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    s = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
+    s = seeds_text(seeds)
     print(f"scenario {first['scenario']}  seeds {s} ({len(seeds)} runs)  duration {first['duration_s']:g} s  "
           "(mean ± 95% confidence interval)")
     print()

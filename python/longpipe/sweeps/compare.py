@@ -11,6 +11,8 @@ from typing import Any
 from .cli import FLOW_FIELDS, _progress, _seeds_arg, add_exec_args, flow_stats, write_csv
 
 DEFAULT_TCP = "tahoe,reno,newreno"
+#: The most goodput bins of ``--plot`` (a figure is some hundreds of pixels wide).
+MAX_BINS = 100_000
 
 
 def register_args(c: argparse.ArgumentParser) -> None:
@@ -42,11 +44,12 @@ def register_args(c: argparse.ArgumentParser) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .. import api
     from ..api import ScenarioError
+    from ..options import UsageError
     from ..options import overrides as _overrides
     from ..report import table
     from .api import plan
     from .engine import run_tasks
-    from .grid import display_value, format_value, parse_axis
+    from .grid import display_value, format_value, parse_axis, seeds_text
     from .summary import fmt_mean_ci
 
     grid = list(args.vary or [])
@@ -62,14 +65,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for spec in grid:  # the syntax first, so an error names --vary
         parse_axis(spec)
     ov = _overrides(args.set)
-    n_flows = api.validate(args.scenario, ov)["flows"]
+    v = api.validate(args.scenario, ov)
+    n_flows = int(v["flows"])
+    if args.plot and args.bin is not None and float(v["duration_ns"]) / 1e9 / args.bin > MAX_BINS:
+        dur = float(v["duration_ns"]) / 1e9
+        raise UsageError(f"--bin: {args.bin:g} s makes more than {MAX_BINS} bins over the {dur:g} s run; "
+                         f"at least {dur / MAX_BINS:.3g} s (docs/limits.md)")
     if args.flow >= n_flows:  # before anything runs
         raise ScenarioError(None, "--flow", f"no flow {args.flow}; the scenario has {n_flows} flow(s), ids 0 to "
                             f"{n_flows - 1}" if n_flows else "the scenario has no flows")
     _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False))
     if args.engine == "emu":  # real time, namespaces: one after another, not stored
         from ..emu import run_json
-        from ..options import UsageError
 
         if args.plot:
             raise UsageError("--plot: the emulator records no time series; compare --engine sim for figures")
@@ -102,8 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elif args.csv:
         sys.stdout.write(write_csv(records))
     else:
-        s = f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) \
-            else ", ".join(map(str, seeds))
+        s = seeds_text(seeds)
         print(f"scenario {name} (flow {args.flow}), seed{'s' if len(seeds) > 1 else ''} {s}, "
               f"{results[0]['duration_s']:g} s {'emulated' if args.engine == 'emu' else 'simulated'}"
               + (", mean ± 95% CI" if len(seeds) > 1 else ""))

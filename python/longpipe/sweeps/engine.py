@@ -55,11 +55,34 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def check_executor(executor: str) -> str:
+def check_executor(executor: Any) -> str:
+    """The executor, checked: "local", "dask" or a scheduler address with a host and a
+    port (TypeError for a non-string, ScenarioError for anything else)."""
+    import re
+
+    if not isinstance(executor, str):
+        raise TypeError(f"executor: expected a string ({EXECUTORS}), got {type(executor).__name__} {executor!r}")
     e = executor.strip()
-    if e in ("local", "dask") or e.startswith(("dask://", "tcp://", "tls://")):
+    if e in ("local", "dask"):
         return e
+    m = re.match(r"^(dask|tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$", e)
+    if m and 0 < int(m[3]) < 65536:
+        return e
+    if e.startswith(("dask://", "tcp://", "tls://")):
+        raise ScenarioError(None, "--executor", f"expected a scheduler address such as dask://HOST:PORT "
+                            f"(a port from 1 to 65535), got {executor!r}")
     raise ScenarioError(None, "--executor", f"expected {EXECUTORS}, got {executor!r}")
+
+
+def check_jobs(jobs: Any) -> int | None:
+    """--jobs: None (all cores) or a positive int."""
+    if jobs is None:
+        return None
+    if isinstance(jobs, bool) or not isinstance(jobs, int):
+        raise TypeError(f"jobs: expected a positive int or None, got {type(jobs).__name__} {jobs!r}")
+    if jobs < 1:
+        raise ScenarioError(None, "--jobs", f"expected a positive number, got {jobs}")
+    return jobs
 
 
 Done = Callable[[Task, dict[str, Any], "float | None"], None]
@@ -71,11 +94,35 @@ def _serial(tasks: Sequence[Task], done: Done) -> None:
         done(t, row, wall)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the parent, which stops the pool (no tracebacks)."""
+def _worker_init(parent: int) -> None:
+    """A pool worker's set-up: it dies with the sweep that started it, however that ends
+    (SIGKILL included: Linux's parent-death signal, prctl(PR_SET_PDEATHSIG)), and leaves
+    Ctrl-C and SIGHUP, which reach the whole process group from a terminal, to that
+    parent, which stops the pool itself (no tracebacks from workers)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1  # <linux/prctl.h>
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _stop_workers(ex: Any) -> None:
+    """Ends a process pool's workers now (SIGTERM, then SIGKILL after 2 s): an interrupted
+    sweep does not wait for the runs in flight, whose results it would not keep."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())  # CPython's pid -> Process map
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(2.0)
+        if p.is_alive():
+            p.kill()
+            p.join(2.0)
 
 
 def _local(tasks: Sequence[Task], jobs: int, done: Done) -> None:
@@ -83,7 +130,8 @@ def _local(tasks: Sequence[Task], jobs: int, done: Done) -> None:
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     # spawn: workers start clean (no inherited threads or locks from this process)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init,
+                             initargs=(os.getpid(),)) as ex:
         pending: dict[Future[tuple[dict[str, Any], float | None]], Task] = {}
         todo = iter(tasks)
         try:
@@ -104,6 +152,7 @@ def _local(tasks: Sequence[Task], jobs: int, done: Done) -> None:
         except BaseException:
             for fut in pending:
                 fut.cancel()
+            _stop_workers(ex)
             ex.shutdown(wait=False, cancel_futures=True)
             raise
 
@@ -149,6 +198,8 @@ class Outcome:
     new: int
     reused: int
     wall_s: float
+    #: Stored runs that were unreadable (damaged files) and ran again.
+    rerun: int = 0
 
 
 def run_tasks(tasks: Sequence[Task], store: Store | None = None, *, executor: str = "local",
@@ -163,17 +214,25 @@ def run_tasks(tasks: Sequence[Task], store: Store | None = None, *, executor: st
     from ..progress import Progress
 
     executor = check_executor(executor)
-    if jobs is not None and jobs < 1:
-        raise ScenarioError(None, "--jobs", f"expected a positive number, got {jobs}")
+    jobs = check_jobs(jobs)
     unique: dict[str, Task] = {}
     for t in tasks:
         unique.setdefault(t.run_id, t)
-    have = set()
+    have: dict[str, dict[str, Any]] = {}
+    damaged: dict[str, str] = {}
     if store is not None:
+        from .._io import non_regular
+
         store.clean()
-        have = store.done() & set(unique)
+        entries = store.entries()
+        for rid in sorted(set(unique) & set(entries)):  # what cannot be replaced: before any run
+            kind = non_regular(entries[rid])
+            if kind is not None:
+                raise ScenarioError(str(entries[rid]), "(file)", f"is {kind}, not a run file longpipe wrote; "
+                                    "remove it and run the sweep again")
+        have, damaged = store.load(unique)
     todo = [t for rid, t in unique.items() if rid not in have]
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = dict(have)
     t0 = time.perf_counter()
     bar = Progress(len(unique), label, enabled=progress, initial=len(have))
 
@@ -195,11 +254,8 @@ def run_tasks(tasks: Sequence[Task], store: Store | None = None, *, executor: st
             _dask(todo, executor, jobs, done)
     finally:
         bar.close()
-    if have and store is not None:
-        for row in store.read(have):
-            results[str(row["run_id"])] = row
     rows = [results[t.run_id] for t in tasks]
-    return Outcome(rows, len(todo), len(have), time.perf_counter() - t0)
+    return Outcome(rows, len(todo), len(have), time.perf_counter() - t0, len(damaged))
 
 
 def eprint(*a: object) -> None:

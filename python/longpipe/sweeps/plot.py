@@ -14,7 +14,7 @@ from typing import Any
 from ..api import ScenarioError
 from .grid import Axis, display_value, format_value
 from .store import _param_type
-from .summary import mean_ci95, metric, values
+from .summary import check_present, mean_ci95, metric, values
 
 _NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%]*)\s*$")
 
@@ -77,6 +77,7 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
             raise ScenarioError(None, "--where", f"no runs with {k}={format_value(v)}")
     if not sel:
         raise ScenarioError(None, "plot", "the sweep has no finished runs")
+    check_present(sel, m)
 
     def present(a: Axis) -> list[Any]:
         have = {r.get(a.key) for r in sel}

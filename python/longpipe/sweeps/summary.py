@@ -66,6 +66,9 @@ def metric(name: str) -> Metric:
     if n in KNOWN:
         return Metric(n, n)
     if _PATH.match(n) and n.split(".")[0].split("[")[0] in {"flows", "links", "gateways", "sim", "nodes"}:
+        if "." not in n or n.endswith("]"):
+            raise ScenarioError(None, "--metric", f"{name}: names a table, not a number; e.g. "
+                                "flows[0].goodput_bps")
         leaf = n.rsplit(".", 1)[-1]
         if leaf.endswith("_bps"):
             return Metric(n, n[: -len("_bps")], 1e-6, "Mbit/s")
@@ -77,15 +80,19 @@ def metric(name: str) -> Metric:
                         "such as flows[0].goodput_bps")
 
 
+_MISSING = object()
+
+
 def _walk(doc: Any, path: str) -> Any:
+    """The value at a result path, or _MISSING where the result has no such element."""
     for part in path.split("."):
         m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$", part)
         if not m or not isinstance(doc, dict) or m[1] not in doc:
-            return None
+            return _MISSING
         doc = doc[m[1]]
         if m[2] is not None:
             if not isinstance(doc, list) or int(m[2]) >= len(doc):
-                return None
+                return _MISSING
             doc = doc[int(m[2])]
     return doc
 
@@ -95,8 +102,48 @@ def values(rows: Sequence[Mapping[str, Any]], m: Metric) -> list[float | None]:
     out: list[float | None] = []
     for r in rows:
         v = r.get(m.name) if m.name in r else _walk(json.loads(r["result"]), m.name)
-        out.append(None if v is None or isinstance(v, (str, dict, list)) else float(v))
+        out.append(None if v is None or v is _MISSING or isinstance(v, (str, dict, list)) else float(v))
     return out
+
+
+def check_paths_before_running(names: Sequence[str] | None, scenarios_json: Sequence[str]) -> None:
+    """Before a sweep runs: a ``flows[i]`` or ``links[i]`` metric must name a flow or a
+    link direction that at least one of the runs will have (``flows[99].goodput_bps`` in
+    a sweep of one flow is refused before anything is stored). Other result paths are
+    checked against the results (:func:`check_present`)."""
+    ms = [metric(x) for x in names or []]
+    heads = []
+    for m in ms:
+        h = re.match(r"^(flows|links)\[(\d+)\]", m.name) if m.name not in KNOWN else None
+        if h is not None:
+            heads.append((m, h))
+    if not heads:
+        return
+    from .. import _core
+
+    unique = set(scenarios_json)
+    n_flows = max(int(_core.validate(s)["flows"]) for s in unique)
+    n_dirs = max(2 * len(json.loads(s).get("link", [])) for s in unique)  # a result lists both directions
+    for m, h in heads:
+        have = n_flows if h[1] == "flows" else n_dirs
+        what = f"{n_flows} flow(s)" if h[1] == "flows" else f"{n_dirs} link directions"
+        if int(h[2]) >= have:
+            raise ScenarioError(None, "--metric", f"{m.name}: no run will have it (the runs have {what})")
+
+
+def check_present(rows: Sequence[Mapping[str, Any]], m: Metric) -> None:
+    """ScenarioError for a result path that no stored run has (``flows[99].goodput_bps``
+    in a sweep of one flow), or that names a table rather than a number: a typo, not a
+    metric whose value is missing."""
+    if not rows or m.name in rows[0]:
+        return
+    found = [_walk(json.loads(r["result"]), m.name) for r in rows]
+    if all(v is _MISSING for v in found):
+        n = max(len(json.loads(r["result"]).get("flows", [])) for r in rows)
+        raise ScenarioError(None, "--metric", f"{m.name}: no stored run has it (the runs have {n} flow(s); "
+                            "result paths as in longpipe run --json)")
+    if all(v is _MISSING or isinstance(v, (str, dict, list)) for v in found):
+        raise ScenarioError(None, "--metric", f"{m.name}: is not a number in the stored results")
 
 
 def mean_ci95(xs: Sequence[float]) -> tuple[float, float]:
@@ -144,6 +191,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
     """One dict per point: the axis values, ``n`` (seeds), and for each metric
     ``<name>_mean`` and ``<name>_ci95`` (in the metric's own unit: bit/s, s…)."""
     ms = [metric(x) for x in (metrics or DEFAULT_METRICS)]
+    for m in ms:
+        check_present(rows, m)
     out = []
     for combo, rs in group(rows, axes):
         d: dict[str, Any] = {a.key: v for a, v in zip(axes, combo)}

@@ -1,23 +1,44 @@
-//! A cheap upper estimate of a run's work, taken before anything is built, so that a
-//! scenario that would run for hours is refused (unless the user insists) instead of
-//! silently taking them.
+//! A cheap upper estimate of a run's work and memory, taken before anything is built, so
+//! that a scenario that would run for hours, or hold gigabytes, is refused (unless the
+//! user insists) instead of silently taking them or exhausting the machine.
 //!
-//! Per flow: the rate it can reach is the smallest of its path's line rates and its
-//! window over the round-trip propagation delay; flows crossing a link direction share
-//! it in proportion to what they could reach alone; a sized transfer sends at most its
-//! size. Each data packet costs about two events per hop (end of transmission,
+//! Events. Per flow: the rate it can reach is the smallest of its path's line rates and
+//! its window over the round-trip propagation delay; flows crossing a link direction
+//! share it in proportion to what they could reach alone; a sized transfer sends at most
+//! its size. Each data packet costs about two events per hop (end of transmission,
 //! delivery) on the way out and its ACK as many on the way back (counted without
 //! delayed ACKs: an upper bound), plus the endpoints' timers; an RLC direction adds its
 //! TTI wake-ups, a scheduled direction its changes (and flows are counted at its
 //! fastest scheduled rate); an ATM direction into a switch adds one event per cell (a data
 //! packet's AAL5 cells, an ACK's one). Losses, which add retransmissions but mostly cut the
 //! rate, are ignored.
-//! On the examples the estimate is 1 to 60 times the events actually run.
+//!
+//! Timers, which fire whether or not packets flow: each flow's retransmission timer is
+//! counted as one chain of timeouts that never gets an answer (RFC 6298 (5.5): the first
+//! after `initial_rto`, each later one after twice the last, at most `max_rto`), each
+//! resending a segment; a `tcp-gateway` on the path, which retransmits without backing
+//! off, as one timeout every `min_rto`. (Chains restarted by ACKs after losses are not
+//! counted: each needs a delivered packet, and they end within log2(max_rto/min_rto)
+//! timeouts.) So `min_rto = max_rto = 1ms` on 1 000 flows for an hour is 3.6e9
+//! timeouts, whatever the rates.
+//!
+//! Memory. The packets alive at once (in flight on the wire or queued) on each link
+//! direction: at most those that enter it over the whole run (data, resent segments,
+//! ACKs), and at most the wire's rate × delay in packets of the smallest size crossing
+//! it plus its queue's limit (a link layer's own buffers get a further
+//! [`L2_BUFFER_ALLOWANCE`]); times [`BYTES_PER_PACKET`]; plus [`BYTES_PER_FLOW`] per flow.
+//! ACKs are counted only for what can arrive before the end. A path whose delay
+//! outlasts the run keeps every packet it is sent: 10 years over a 584-year delay hold
+//! 5.3 million resent segments (594 MB).
+//!
+//! On the examples the event estimate is 1 to 60 times the events actually run.
 
+use crate::error::ScenarioError;
 use crate::l2::atm::aal5::cells_for;
 use crate::l2::Layer2Config;
 use crate::net::routing::Routes;
 use crate::scenario::ValidScenario;
+use crate::units::Limit;
 
 /// What a run will cost, roughly (an upper estimate).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,6 +47,74 @@ pub struct Estimate {
     pub events: f64,
     /// Packets transmitted, summed over hops.
     pub packets: f64,
+    /// Retransmission timeouts (flows and gateways), included in `events`.
+    pub timeouts: f64,
+    /// Packets alive at once, at most (summed over link directions).
+    pub packets_held: f64,
+    /// Memory, bytes: packets held and per-flow state.
+    pub memory: f64,
+}
+
+/// Memory of one packet in flight or queued, bytes: the packet and its event, measured
+/// as 112 B per packet (RSS growth over 2.1 million packets held on a 584-year delay).
+pub const BYTES_PER_PACKET: f64 = 128.0;
+/// Memory of one flow's state (both endpoints, statistics), bytes: measured as 6.4 kB
+/// per flow (RSS of 60 000 flows less that of one).
+pub const BYTES_PER_FLOW: f64 = 8192.0;
+/// Packets a link layer (ATM switch port, RLC entity) may buffer beyond the queue limit.
+pub const L2_BUFFER_ALLOWANCE: f64 = 65_536.0;
+/// The memory limit, bytes (4 GiB; the project's machines have 8 to 24 GB).
+pub const MAX_MEMORY_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// Refuses (path `(work)`) a run estimated above `max_events` events or
+/// [`MAX_MEMORY_BYTES`] of memory; returns the estimate otherwise.
+pub fn check(sc: &ValidScenario, max_events: f64) -> Result<Estimate, ScenarioError> {
+    let e = estimate(sc);
+    let how = "or run it anyway with --force (Python: force=True); see docs/limits.md";
+    if e.events > max_events {
+        return Err(ScenarioError::new(
+            "(work)",
+            format!(
+                "this run would take about {:.1e} events (about {:.0} minutes{}), above the limit of \
+                 {max_events:.0e}: shorten the duration or the rates, lengthen short timers, {how}",
+                e.events,
+                e.events / 6e6 / 60.0,
+                if e.timeouts > 0.1 * e.events {
+                    format!(", {:.1e} of them retransmission timeouts", e.timeouts)
+                } else {
+                    String::new()
+                },
+            ),
+        ));
+    }
+    if e.memory > MAX_MEMORY_BYTES {
+        return Err(ScenarioError::new(
+            "(work)",
+            format!(
+                "this run would need about {:.1} GB of memory ({:.1e} packets held at once, {} flow(s)), \
+                 above the limit of {:.0} GiB: shorten the duration or the delays, or use fewer flows, {how}",
+                e.memory / 1e9,
+                e.packets_held,
+                sc.flows.len(),
+                MAX_MEMORY_BYTES / (1024.0 * 1024.0 * 1024.0)
+            ),
+        ));
+    }
+    Ok(e)
+}
+
+/// Timeouts of one retransmission timer that never gets an answer within `active`
+/// seconds: RFC 6298 (5.5) backs off from `initial` by doubling, at most `max`, never
+/// below `min`.
+fn rto_chain(active: f64, initial: f64, min: f64, max: f64) -> f64 {
+    let (max, mut rto) = (max.max(min).max(1e-9), initial.max(min).max(1e-9));
+    let (mut t, mut n) = (0.0, 0.0);
+    while rto < max && t + rto <= active {
+        t += rto;
+        n += 1.0;
+        rto = (2.0 * rto).min(max);
+    }
+    n + ((active - t) / rto).max(0.0).floor()
 }
 
 /// A direction's fastest rate (a schedule may raise it), bit/s.
@@ -72,6 +161,8 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         cell_events: f64,
         cap_pkts: f64,
         active: f64,
+        /// Retransmission timeouts (see the module doc), each resending a segment.
+        timeouts: f64,
     }
     let flows: Vec<F> = sc
         .flows
@@ -103,12 +194,28 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             let size = f.tcp.mss.saturating_add(40);
             let cell_events = fwd.iter().map(|&i| cells(i, size)).sum::<f64>()
                 + rev.iter().map(|&i| cells(i, 40)).sum::<f64>();
+            let active = (duration - f.start.as_secs_f64()).max(0.0);
+            let rto = &f.tcp.rto;
+            let mut timeouts = rto_chain(
+                active,
+                rto.initial.as_secs_f64(),
+                rto.min.as_secs_f64(),
+                rto.max.as_secs_f64(),
+            );
+            for &i in &fwd {
+                let l = &sc.links[i / 2];
+                let to = if i.is_multiple_of(2) { l.b } else { l.a };
+                if let Some(g) = &sc.nodes[to].gateway {
+                    timeouts += active / g.cfg.min_rto.as_secs_f64().max(1e-9);
+                }
+            }
             F {
                 demand: bottleneck.min(window),
                 pkt_bits: (mss + 40.0) * 8.0,
                 cell_events,
                 cap_pkts: f.app_bytes.map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
-                active: (duration - f.start.as_secs_f64()).max(0.0),
+                active,
+                timeouts,
                 fwd,
                 rev,
             }
@@ -120,7 +227,10 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             load[i] += f.demand;
         }
     }
-    let (mut events, mut packets) = (0.0, 0.0);
+    let (mut events, mut packets, mut timeouts) = (0.0, 0.0, 0.0);
+    // per direction: packets entering it over the run, and the smallest packet's bits
+    let mut entering = vec![0.0f64; sc.links.len() * 2];
+    let mut min_bits = vec![f64::INFINITY; sc.links.len() * 2];
     for f in &flows {
         let share = f
             .fwd
@@ -129,8 +239,44 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             .fold(1.0f64, f64::min);
         let data = (f.demand * share * f.active / f.pkt_bits).min(f.cap_pkts);
         let hops = (f.fwd.len() + f.rev.len()) as f64;
-        packets += data * hops;
-        events += data * (2.0 * hops + 4.0 + f.cell_events);
+        let sent = data + f.timeouts;
+        packets += sent * hops;
+        events += sent * (2.0 * hops + 4.0 + f.cell_events) + f.timeouts;
+        timeouts += f.timeouts;
+        for &i in &f.fwd {
+            entering[i] += sent;
+            min_bits[i] = min_bits[i].min(f.pkt_bits);
+        }
+        // ACKs: only for what arrives before the end (none over a path whose delay
+        // outlasts the run)
+        let one_way: f64 = f.fwd.iter().map(|&i| dir(i).link.delay.as_secs_f64()).sum();
+        let answered = if f.active > 0.0 {
+            ((f.active - one_way) / f.active).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        for &i in &f.rev {
+            entering[i] += sent * answered;
+            min_bits[i] = min_bits[i].min(320.0);
+        }
+    }
+    let mut held = 0.0;
+    for (i, n) in entering.iter().enumerate() {
+        if *n <= 0.0 {
+            continue;
+        }
+        let d = dir(i);
+        let wire = max_rate(d) * d.link.delay.as_secs_f64() / min_bits[i];
+        let queue = match d.link.queue.admission.limit {
+            Limit::Packets(p) => p as f64,
+            Limit::Bytes(b) => b as f64 / 40.0,
+        };
+        let l2 = if d.layer2.is_some() {
+            L2_BUFFER_ALLOWANCE
+        } else {
+            0.0
+        };
+        held += n.min(wire + queue + l2 + 1.0);
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
@@ -144,7 +290,13 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             }
         }
     }
-    Estimate { events, packets }
+    Estimate {
+        events,
+        packets,
+        timeouts,
+        packets_held: held,
+        memory: held * BYTES_PER_PACKET + sc.flows.len() as f64 * BYTES_PER_FLOW,
+    }
 }
 
 #[cfg(test)]
@@ -152,12 +304,110 @@ mod tests {
     use super::*;
     use crate::scenario::parse_json;
 
+    /// Retransmission timers that cannot fire within these tests' runs (timers have
+    /// their own tests below).
+    const NO_TIMEOUTS: &str = r#""initial_rto":"100s","min_rto":"100s","max_rto":"100s","src""#;
+
     fn est(link: &str, flows: &str, duration: &str) -> f64 {
+        let flows = flows.replace(r#""src""#, NO_TIMEOUTS);
         let sc = format!(
             r#"{{"duration":"{duration}","link":[{{"a":"s","b":"r","rate":"100Mbps","delay":"1ms"}},
             {{"a":"r","b":"c",{link}}}],"flow":[{flows}]}}"#
         );
         estimate(&parse_json(&sc).unwrap().validate().unwrap()).events
+    }
+
+    fn valid(json: &str) -> ValidScenario {
+        parse_json(json).unwrap().validate().unwrap()
+    }
+
+    #[test]
+    fn a_timeout_chain_backs_off_to_max_rto() {
+        // 1, 2, 4, ..., 32 s (63 s), then every 60 s: 6 + 8 in 10 minutes
+        assert_eq!(rto_chain(600.0, 1.0, 1.0, 60.0), 14.0);
+        assert_eq!(rto_chain(0.5, 1.0, 1.0, 60.0), 0.0);
+        // no backoff room: one every millisecond
+        assert!((rto_chain(10.0, 1e-3, 1e-3, 1e-3) - 10_000.0).abs() <= 1.0);
+        // a 584-year max_rto: doubling until the run ends (at 1 s and 3 s)
+        assert_eq!(rto_chain(3.0, 1.0, 1.0, 1.8e10), 2.0);
+    }
+
+    /// 1 000 flows on a 1 bit/s link (no packet ever arrives), for `duration`, with
+    /// these retransmission timers.
+    fn stalled(duration: &str, rto: &str) -> String {
+        format!(
+            r#"{{"duration":"{duration}","link":[{{"a":"s","b":"c","rate":"1bps","delay":"1ms"}}],
+            "flow":[{{"src":"s","dst":"c","count":1000,{rto}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn timers_that_fire_without_packets_are_counted_and_bound_the_events_run() {
+        let fast = r#""min_rto":"1ms","initial_rto":"1ms","max_rto":"1ms""#;
+        // an hour: 3.6e9 timeouts, refused (the estimate used to be 2.4 events)
+        let e = check(&valid(&stalled("60min", fast)), 1e9).unwrap_err();
+        assert_eq!(e.path, "(work)");
+        assert!(e.msg.contains("retransmission timeouts"), "{}", e.msg);
+        // ten seconds: the estimate is above what the simulator runs
+        let sc = valid(&stalled("10s", fast));
+        let est = estimate(&sc);
+        let ran = crate::sim::Sim::new(&sc, &Default::default())
+            .unwrap()
+            .run(&Default::default())
+            .result
+            .sim
+            .events as f64;
+        assert!(
+            est.events >= ran && est.events < 20.0 * ran,
+            "{est:?} vs {ran}"
+        );
+        assert!((est.timeouts - 1e7).abs() <= 1000.0, "{est:?}");
+        // backed-off timers (1 ms, doubling to 60 s) fire about 75 times an hour
+        let backed = r#""min_rto":"1ms","initial_rto":"1ms""#;
+        let e = check(&valid(&stalled("60min", backed)), 1e9).unwrap();
+        assert!(e.timeouts < 1000.0 * 80.0, "{e:?}");
+    }
+
+    /// A flow over a path of the largest delay (584 years) for `duration`.
+    fn far(duration: &str) -> String {
+        format!(
+            r#"{{"duration":"{duration}","link":[{{"a":"s","b":"c","rate":"10Mbps",
+            "delay":"18446744073709551615ns"}}],"flow":[{{"src":"s","dst":"c"}}]}}"#
+        )
+    }
+
+    #[test]
+    fn packets_that_never_arrive_are_held_and_bound_the_memory() {
+        // 10 years: a resent segment a minute, none delivered: 5.3 million held
+        // (594 MB measured); allowed
+        let ten = check(&valid(&far("5256000min")), 1e9).unwrap();
+        assert!((ten.packets_held - 5_256_000.0).abs() < 100.0, "{ten:?}");
+        assert!(ten.memory > 594e6 && ten.memory < 1e9, "{ten:?}");
+        // 100 years: 5.7 GB measured; refused for its memory
+        let e = check(&valid(&far("52560000min")), 1e9).unwrap_err();
+        assert!(e.msg.contains("GB of memory"), "{}", e.msg);
+        // the whole 584 years (a SIGABRT when run): refused
+        assert!(check(&valid(&far("307445734min")), 1e9).is_err());
+        // a long run on an ordinary path holds what its wire and queue hold
+        let ok = valid(
+            r#"{"duration":"10000s","link":[{"a":"s","b":"c","rate":"100Mbps","delay":"50ms"}],
+            "flow":[{"src":"s","dst":"c","rwnd":"1MB"}]}"#,
+        );
+        let e = check(&ok, 1e12).unwrap();
+        assert!(e.packets_held < 100_000.0, "{e:?}");
+    }
+
+    #[test]
+    fn flows_cost_memory() {
+        let sc = |n: u32| {
+            valid(&format!(
+                r#"{{"duration":"1s","link":[{{"a":"s","b":"c","rate":"1Mbps","delay":"1ms"}}],
+                "flow":[{{"src":"s","dst":"c","count":{n}}}]}}"#
+            ))
+        };
+        let (one, many) = (estimate(&sc(1)), estimate(&sc(60_000)));
+        // 60 000 flows: 373 MB measured
+        assert!(many.memory - one.memory > 373e6, "{many:?}");
     }
 
     #[test]
@@ -192,7 +442,7 @@ mod tests {
                 r#"{{"duration":"10s","node":[{{"name":"sw","kind":"{}"}}],
                 "link":[{{"a":"s","b":"sw","rate":"10Mbps","delay":"1ms"{l2}}},
                 {{"a":"sw","b":"r","rate":"10Mbps","delay":"1ms"{l2}}}],
-                "flow":[{{"src":"s","dst":"r","rwnd":"1MB"}}]}}"#,
+                "flow":[{{"dst":"r","rwnd":"1MB",{NO_TIMEOUTS}:"s"}}]}}"#,
                 if l2.is_empty() {
                     "router"
                 } else {

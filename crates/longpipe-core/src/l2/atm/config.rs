@@ -191,17 +191,58 @@ impl SwitchSpec {
     }
 }
 
+/// A value read as written and checked by `resolve`, where its field path is known.
+/// `layer2 = { kind = "atm", ... }` is an internally tagged enum: serde buffers its
+/// content, and an error inside it would otherwise name only `link[i].layer2`, not the
+/// key that is wrong.
+#[derive(Debug, Clone)]
+pub struct Checked<T>(Result<T, String>);
+
+impl<T: Clone> Checked<T> {
+    /// The value, or the error naming `path`.
+    pub fn get(&self, path: impl Into<String>) -> Result<T, ScenarioError> {
+        self.0
+            .clone()
+            .map_err(|m| ScenarioError::new(path, crate::scenario::plain_words(&m)))
+    }
+}
+
+impl<T> From<T> for Checked<T> {
+    fn from(v: T) -> Self {
+        Checked(Ok(v))
+    }
+}
+
+impl<'de, T: de::DeserializeOwned> Deserialize<'de> for Checked<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Checked(T::deserialize(v).map_err(|e| e.to_string())))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Checked<T> {
+    fn schema_name() -> String {
+        T::schema_name()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        T::json_schema(gen)
+    }
+    fn is_referenceable() -> bool {
+        T::is_referenceable()
+    }
+}
+
 /// A traffic contract policed at a switch's input line (VBR: SCR and MBS).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpcSpec {
     /// Sustainable cell rate, as a bit rate of 53-octet cells ("4.4736Mbps").
-    pub scr: RateQ,
+    pub scr: Checked<RateQ>,
     /// Maximum burst size, cells.
-    pub mbs: u64,
+    pub mbs: Checked<u64>,
     /// Peak cell rate (default: the line rate).
     #[serde(default)]
-    pub pcr: Option<RateQ>,
+    pub pcr: Option<Checked<RateQ>>,
 }
 
 /// The scenario's `layer2 = { kind = "atm", ... }` of one link direction.
@@ -211,12 +252,12 @@ pub struct AtmLineSpec {
     /// LLC/SNAP encapsulation (RFC 2684, 8 octets per PDU) of the packets a host
     /// adapter sends on this direction (default false: VC multiplexing).
     #[serde(default)]
-    pub llc: Option<bool>,
+    pub llc: Option<Checked<bool>>,
     /// Usage parameter control where this direction enters an atm-switch (the line's
     /// VP, all its VCs together): GCRA(1/SCR, BT) tags non-conforming cells CLP = 1
     /// when that switch's policy is "scd" or "scd-epd".
     #[serde(default)]
-    pub upc: Option<UpcSpec>,
+    pub upc: Option<Checked<UpcSpec>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -239,20 +280,28 @@ impl AtmLineSpec {
         let upc = match &self.upc {
             None => None,
             Some(u) => {
-                if u.mbs == 0 {
+                let u = u.get(format!("{path}.upc"))?;
+                let scr = u.scr.get(format!("{path}.upc.scr"))?;
+                let mbs = u.mbs.get(format!("{path}.upc.mbs"))?;
+                if mbs == 0 {
                     return err(format!("{path}.upc.mbs"), "must be at least 1 cell");
                 }
+                let pcr = match &u.pcr {
+                    Some(p) => Some(p.get(format!("{path}.upc.pcr"))?.0),
+                    None => None,
+                };
                 Some(UpcConfig {
-                    scr: u.scr.0,
-                    mbs: u.mbs,
-                    pcr: u.pcr.map(|r| r.0),
+                    scr: scr.0,
+                    mbs,
+                    pcr,
                 })
             }
         };
-        Ok(AtmLineConfig {
-            llc: self.llc.unwrap_or(false),
-            upc,
-        })
+        let llc = match &self.llc {
+            Some(l) => l.get(format!("{path}.llc"))?,
+            None => false,
+        };
+        Ok(AtmLineConfig { llc, upc })
     }
 }
 
@@ -398,6 +447,47 @@ mod tests {
             (l.policy, l.buffer, l.epd_threshold, l.scd_threshold),
             (Policy::Ubr, 8000, 4000, 7200)
         );
+    }
+
+    #[test]
+    fn bad_line_options_name_their_key() {
+        let sc = |l2: &str| {
+            format!(
+                r#"{{"duration":"1s","node":[{{"name":"sw","kind":"atm-switch"}}],
+                "link":[{{"a":"s","b":"sw","rate":"10Mbps","delay":"1ms","layer2":{{"kind":"atm",{l2}}}}},
+                {{"a":"sw","b":"r","rate":"10Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}}]}}"#
+            )
+        };
+        for (l2, path, words) in [
+            (
+                r#""upc":{"scr":"0bps","mbs":10}"#,
+                "link[0].layer2.upc.scr",
+                "positive",
+            ),
+            (
+                r#""upc":{"scr":"1Mbps","mbs":-1}"#,
+                "link[0].layer2.upc.mbs",
+                "integer from 0",
+            ),
+            (
+                r#""upc":{"scr":"1Mbps","mbs":1,"pcr":"x"}"#,
+                "link[0].layer2.upc.pcr",
+                "rate",
+            ),
+            (
+                r#""upc":{"scr":"1Mbps"}"#,
+                "link[0].layer2.upc",
+                "missing field `mbs`",
+            ),
+            (r#""upc":5"#, "link[0].layer2.upc", "expected a table"),
+            (r#""llc":"yes""#, "link[0].layer2.llc", "true or false"),
+        ] {
+            let e = crate::scenario::parse_json(&sc(l2))
+                .and_then(|s| s.validate())
+                .unwrap_err();
+            assert_eq!(e.path, path, "{l2}: {e}");
+            assert!(e.msg.contains(words), "{l2}: {e}");
+        }
     }
 
     #[test]
