@@ -42,3 +42,25 @@ def path_scenario(**kw):
     sc = {"name": "path", "duration": kw.pop("duration", "20s"), "link": [link],
           "flow": [{"src": "server", "dst": "client", **kw}]}
     return sc
+
+
+def leaked_emu_namespaces(before: set[str]) -> set[str]:
+    """The `lpemu-*` namespaces made since `before` that no live emulation owns: those
+    whose run record (``/run/longpipe-emu/RUN.json``, or ``$LONGPIPE_EMU_STATE``) is gone
+    or names a process that has ended. Other runs on the machine (another developer's
+    tests) are live and so not counted, as `longpipe-emu cleanup` spares them too."""
+    import json
+
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    now = {line.split()[0] for line in out.splitlines() if line.startswith("lpemu-")}
+    state = Path(os.environ.get("LONGPIPE_EMU_STATE", "/run/longpipe-emu"))
+
+    def live(name: str) -> bool:
+        try:
+            rec = json.loads((state / f"{name.split('-')[1]}.json").read_text())
+            stat = Path(f"/proc/{int(rec['pid'])}/stat").read_text()
+        except (OSError, ValueError, KeyError, IndexError):
+            return False
+        return int(stat[stat.rfind(")") + 2:].split()[19]) == int(rec["start"])
+
+    return {n for n in now - before if not live(n)}

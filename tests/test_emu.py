@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import leaked_emu_namespaces
 from longpipe.emu import find_binary
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="longpipe emu needs root")
@@ -28,7 +29,7 @@ def no_leftovers():
     try:
         yield
     finally:
-        left = set(our_namespaces()) - before
+        left = leaked_emu_namespaces(before)
         if left:  # clean up for the next test, then fail this one
             subprocess.run([find_binary(), "cleanup"], capture_output=True, timeout=60)
         assert not left, f"namespaces left behind: {left}"
