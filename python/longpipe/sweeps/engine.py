@@ -125,10 +125,19 @@ def _stop_workers(ex: Any) -> None:
             p.join(2.0)
 
 
+_TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
+
+
 def _local(tasks: Sequence[Task], jobs: int, done: Done) -> None:
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
+    # The resource tracker (a process multiprocessing starts beside the pool, with this
+    # interpreter's -W options) reports the pool's semaphores as "leaked" when a signal
+    # ends the sweep before the pool is joined, and removes them: nothing is lost, and
+    # its warning would follow our one-line "interrupted by ..." on stderr.
+    if _TRACKER_QUIET not in sys.warnoptions:
+        sys.warnoptions.append(_TRACKER_QUIET)
     # spawn: workers start clean (no inherited threads or locks from this process)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init,
                              initargs=(os.getpid(),)) as ex:
