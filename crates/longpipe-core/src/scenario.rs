@@ -16,9 +16,10 @@ use crate::l2::{Layer2Config, Layer2Spec};
 use crate::middlebox::gateway::{GatewayConfig, GatewaySpec};
 use crate::net::link::LinkDirConfig;
 use crate::net::loss::{LossModel, LossSpec};
-use crate::net::queue::{QueueKind, QueueSpec};
+use crate::net::queue::QueueSpec;
 use crate::net::schedule::{LinkShape, Outage, ScheduleSpec};
 use crate::net::trace::LinkRate;
+use crate::tagged;
 use crate::tcp::config::{FlowSpec, TcpConfig};
 use crate::time::Rate;
 use crate::time::{SimDuration, SimTime};
@@ -211,17 +212,21 @@ impl ValidScenario {
 pub fn parse_json(text: &str) -> Result<Scenario, ScenarioError> {
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." || path.is_empty() {
-            "(top level)".to_string()
-        } else {
-            one_line(&path)
-        };
+        let mut path = e.path().to_string();
         let mut msg = e.into_inner().to_string();
         // The JSON position means nothing to a user who wrote TOML: drop it.
         if let Some(i) = msg.rfind(" at line ") {
             msg.truncate(i);
         }
+        // A tagged table names the key below it that the error is about.
+        if let Some((sub, m)) = tagged::split_below(&msg) {
+            (path, msg) = (tagged::join(&path, sub), m.to_string());
+        }
+        let path = if path == "." || path.is_empty() {
+            "(top level)".to_string()
+        } else {
+            one_line(&path)
+        };
         ScenarioError {
             path,
             msg: one_line(&plain_words(&msg)),
@@ -306,13 +311,13 @@ fn resolve_dir(
         );
     }
     let queue_cfg = QueueSpec::resolve(queue.1, &format!("{p}.{}", queue.0))?;
-    if layer2_cfg.is_some() && queue_cfg.kind() != QueueKind::Droptail {
+    if layer2_cfg.is_some() && !queue_cfg.is_droptail() {
         return err(
             format!("{p}.{}.kind", queue.0),
             format!(
                 "a link layer buffers its SDUs drop-tail: only \"droptail\" with {}, got {:?}",
                 layer2.0,
-                queue_cfg.kind().name()
+                queue_cfg.discipline.name()
             ),
         );
     }
@@ -723,6 +728,25 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(e.path, "link[0].queue_ba.kind");
+    }
+
+    #[test]
+    fn a_link_layers_errors_name_their_key() {
+        let link = |l2: &str| {
+            format!(
+                r#"{{"duration":"10s","link":[{{"a":"s","b":"c","rate":"1Mbps","delay":"1ms","layer2":{l2}}}]}}"#
+            )
+        };
+        let e = parse(&link(r#"{"kind":"rlc-am","tti":5}"#)).unwrap_err();
+        assert_eq!(e.path, "link[0].layer2.tti", "{e}");
+        let e = parse(&link(r#"{"llc":true,"kind":"rlc-am"}"#)).unwrap_err();
+        assert_eq!(e.path, "link[0].layer2.llc", "{e}");
+        assert!(e.msg.contains(r#"only applies to kind = "atm""#), "{e}");
+        let e = parse(&link(r#"{"tti":"5ms"}"#)).unwrap_err();
+        assert_eq!(
+            (e.path.as_str(), e.msg.as_str()),
+            ("link[0].layer2", "missing field `kind`")
+        );
     }
 
     #[test]

@@ -18,7 +18,6 @@ use crate::net::capture::{Capture, COPY, INLINE};
 use crate::net::link::{OUT, TAP};
 use crate::net::node::Forwarder;
 use crate::net::packet::node_addr;
-use crate::net::queue::QueueKind;
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
@@ -139,7 +138,7 @@ pub fn reports_classes(sc: &ValidScenario) -> bool {
     sc.links
         .iter()
         .flat_map(|l| &l.dirs)
-        .any(|d| d.link.queue.kind() != QueueKind::Droptail)
+        .any(|d| !d.link.queue.is_droptail())
         || sc.flows.iter().any(|f| f.tcp.uses_classes())
 }
 

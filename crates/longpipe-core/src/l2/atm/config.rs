@@ -204,7 +204,8 @@ pub struct UpcSpec {
     pub pcr: Option<RateQ>,
 }
 
-/// The scenario's `layer2 = { kind = "atm", ... }` of one link direction.
+/// ATM with AAL5 on one link direction (`layer2 = { kind = "atm", ... }`): cells at the
+/// link rate; see docs/notes/atm.md.
 #[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct AtmLineSpec {

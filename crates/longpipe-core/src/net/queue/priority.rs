@@ -7,10 +7,36 @@
 //! normal one when no low-priority unit is left to push out. So low-priority traffic
 //! only ever uses capacity and buffer that normal traffic leaves unused.
 
-use super::queue::{Admission, Queue, QueueStats};
+use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::{Class, Frame};
-use crate::time::SimTime;
+use crate::error::ScenarioError;
+use crate::rng::RngStream;
+use crate::time::{Rate, SimTime};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::collections::VecDeque;
+
+/// Strict priority between two classes: low-priority units are served only when no
+/// normal unit waits, and pushed out (newest first) to admit a normal unit. No keys of
+/// its own.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrioritySpec {}
+
+impl DisciplineSpec for PrioritySpec {
+    type Config = PrioritySpec;
+    fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
+        Ok(*self)
+    }
+    fn build<U: Frame + Send + 'static>(
+        _: &Self,
+        admission: Admission,
+        _: Rate,
+        _: RngStream,
+    ) -> Box<dyn Queue<U>> {
+        Box::new(PriorityQueue::new(admission))
+    }
+}
 
 pub struct PriorityQueue<U> {
     high: VecDeque<U>,
@@ -76,7 +102,7 @@ impl<U: Frame + Send> Queue<U> for PriorityQueue<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
+    use crate::net::queue::discipline::tests::F;
     use crate::units::Limit;
 
     fn q(limit: Limit) -> PriorityQueue<F> {

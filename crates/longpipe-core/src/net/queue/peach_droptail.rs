@@ -5,9 +5,36 @@
 //! that is nearly idle; once admitted it is served in FIFO order like any other.
 //! Occupancy does not count the unit in transmission.
 
-use super::queue::{Admission, DropTail, Queue};
+use super::discipline::{Admission, DisciplineSpec, Queue};
+use super::droptail::DropTail;
 use crate::element::{Class, Frame};
-use crate::time::SimTime;
+use crate::error::ScenarioError;
+use crate::rng::RngStream;
+use crate::time::{Rate, SimTime};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// FIFO where a low-priority unit is dropped on arrival if more than one unit already
+/// waits (the GTNetS `PeachQueue` rule for TCP-Peach dummy segments). No keys of its
+/// own.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PeachDropTailSpec {}
+
+impl DisciplineSpec for PeachDropTailSpec {
+    type Config = PeachDropTailSpec;
+    fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
+        Ok(*self)
+    }
+    fn build<U: Frame + Send + 'static>(
+        _: &Self,
+        admission: Admission,
+        _: Rate,
+        _: RngStream,
+    ) -> Box<dyn Queue<U>> {
+        Box::new(PeachDropTail::new(admission))
+    }
+}
 
 /// Waiting units above which a low-priority arrival is dropped.
 pub const LOW_ADMIT_MAX: usize = 1;
@@ -46,7 +73,7 @@ impl<U: Frame + Send> Queue<U> for PeachDropTail<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
+    use crate::net::queue::discipline::tests::F;
     use crate::units::Limit;
 
     #[test]
