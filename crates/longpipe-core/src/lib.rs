@@ -12,6 +12,7 @@ pub mod element;
 pub mod engine;
 pub mod error;
 pub mod l2;
+pub mod loaded;
 pub mod middlebox;
 pub mod net;
 pub mod results;
