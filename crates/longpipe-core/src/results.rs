@@ -179,7 +179,7 @@ impl NodeResult {
                 let a = crate::net::packet::node_addr(i);
                 NodeResult {
                     name: n.name.clone(),
-                    kind: n.kind.name().to_string(),
+                    kind: n.role.kind().name().to_string(),
                     ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
                 }
             })

@@ -9,7 +9,7 @@
 
 use longpipe_core::l2::Layer2Config;
 use longpipe_core::net::packet::node_addr;
-use longpipe_core::scenario::{NodeKind, ScenarioError, ValidScenario};
+use longpipe_core::scenario::{NodeRole, ScenarioError, ValidScenario};
 use longpipe_core::tcp::config::TcpKind;
 use longpipe_core::time::SimDuration;
 use serde::{Deserialize, Serialize};
@@ -106,18 +106,15 @@ pub fn map(
     available: &[String],
 ) -> Result<Mapping, ScenarioError> {
     for (i, n) in sc.nodes.iter().enumerate() {
-        if n.kind == NodeKind::TcpGateway {
-            return err(
-                format!("node[{i}].kind"),
-                "a tcp-gateway node is simulated only: longpipe emu runs hosts and routers",
-            );
-        }
-        if n.kind == NodeKind::AtmSwitch {
-            return err(
-                format!("node[{i}].kind"),
-                "an atm-switch node is simulated only: longpipe emu runs hosts and routers",
-            );
-        }
+        let simulated_only = match n.role {
+            NodeRole::Host | NodeRole::Router => continue,
+            NodeRole::Gateway(_) => "a tcp-gateway node",
+            NodeRole::AtmSwitch(_) => "an atm-switch node",
+        };
+        return err(
+            format!("node[{i}].kind"),
+            format!("{simulated_only} is simulated only: longpipe emu runs hosts and routers"),
+        );
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {

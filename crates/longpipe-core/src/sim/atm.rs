@@ -9,7 +9,7 @@ use crate::l2::atm::gcra::Gcra;
 use crate::l2::atm::line::{AtmLine, AtmLineCounters, Feed, Sink};
 use crate::l2::atm::report::{AtmLineReport, AtmReport, VcReport};
 use crate::l2::atm::switch::AtmSwitch;
-use crate::l2::atm::{aal5::Reassembler, discard::Discard, VcCounters, VcTable};
+use crate::l2::atm::{aal5::Reassembler, discard::Discard, PortLimits, VcCounters, VcTable};
 use crate::l2::Layer2Config;
 use crate::net::loss::LossState;
 use crate::net::routing::Routes;
@@ -49,21 +49,26 @@ pub fn line(
 ) -> AtmLine {
     let (from, to) = ends(sc, li, k);
     let d = &sc.links[li].dirs[k].link;
-    let feed = match sc.nodes[from].atm {
+    let feed = match sc.nodes[from].role.atm_switch() {
         Some(limits) => Feed::Port(Discard::new(limits)),
         None => AtmLine::adapter(cfg.llc, d.queue.admission),
     };
-    let sink = match sc.nodes[to].atm {
+    let sink = match sc.nodes[to].role.atm_switch() {
         Some(_) => Sink::Cells,
         None => Sink::Reassemble(Reassembler::default()),
     };
     AtmLine::new(d.rate, d.delay, feed, sink, loss, vcs.clone())
 }
 
-/// The `atm-switch` node `n`: UPC on its input lines that carry a contract, when its
-/// policy looks at CLP.
-pub fn switch(sc: &ValidScenario, n: usize, routes: &Arc<Routes>, n_vcs: usize) -> AtmSwitch {
-    let limits = sc.nodes[n].atm.expect("an atm-switch");
+/// The `atm-switch` node `n` of port `limits`: UPC on its input lines that carry a
+/// contract, when its policy looks at CLP.
+pub fn switch(
+    sc: &ValidScenario,
+    n: usize,
+    limits: PortLimits,
+    routes: &Arc<Routes>,
+    n_vcs: usize,
+) -> AtmSwitch {
     let upc = routes
         .ports(n)
         .iter()
@@ -121,7 +126,7 @@ pub fn link_row(
     let mut row = LinkResult::from_link(a, b, i, &c.link_counters(), measured);
     row.l2 = Some(L2Report::Atm(AtmLineReport::new(
         c,
-        sc.nodes[from].atm,
+        sc.nodes[from].role.atm_switch(),
         tagged,
     )));
     row

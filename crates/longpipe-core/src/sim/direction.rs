@@ -16,17 +16,9 @@ use crate::scenario::ValidScenario;
 /// suffix, so parallel links never share losses. The live emulator names its streams
 /// with it too, so that an emulated link loses what the simulated one would.
 pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
-    let l = &sc.links[li];
-    let same = sc.links[..li]
-        .iter()
-        .filter(|o| (o.a, o.b) == (l.a, l.b) || (o.a, o.b) == (l.b, l.a))
-        .count();
     let (a, b) = (&sc.nodes[from].name, &sc.nodes[to].name);
-    if same == 0 {
-        format!("link/{a}->{b}/loss")
-    } else {
-        format!("link/{a}->{b}#{}/loss", same + 1)
-    }
+    let base = sc.links[li].stream_name(&format!("link/{a}->{b}"));
+    format!("{base}/loss")
 }
 
 /// The name of a link direction's queue-discipline stream, beside its loss stream's.

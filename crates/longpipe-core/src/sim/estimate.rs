@@ -94,7 +94,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 let l = &sc.links[i / 2];
                 let to = if i.is_multiple_of(2) { l.b } else { l.a };
                 match &dir(i).layer2 {
-                    Some(Layer2Config::Atm(c)) if sc.nodes[to].atm.is_some() => {
+                    Some(Layer2Config::Atm(c)) if sc.nodes[to].role.atm_switch().is_some() => {
                         cells_for(len, c.llc) as f64
                     }
                     _ => 0.0,

@@ -21,7 +21,7 @@ use crate::net::packet::node_addr;
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
-use crate::scenario::{ScenarioError, ValidScenario};
+use crate::scenario::{NodeRole, ScenarioError, ValidScenario};
 use crate::stats::Since;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side, TcpElement, TcpMetrics};
 use crate::tcp::receiver::Receiver;
@@ -253,12 +253,12 @@ impl<'a> Sim<'a> {
             local_wires.push((f.dst, pr, r));
         }
         for (n, fwd) in fwds.into_iter().enumerate() {
-            let e = match &sc.nodes[n].gateway {
-                None if sc.nodes[n].atm.is_some() => {
-                    Elem::AtmSwitch(atm::switch(sc, n, &routes, vcs.len()))
+            let e = match &sc.nodes[n].role {
+                NodeRole::Host | NodeRole::Router => Elem::Node(fwd),
+                NodeRole::AtmSwitch(limits) => {
+                    Elem::AtmSwitch(atm::switch(sc, n, *limits, &routes, vcs.len()))
                 }
-                None => Elem::Node(fwd),
-                Some(g) => {
+                NodeRole::Gateway(g) => {
                     let up = &sc.links[g.uplink];
                     let k = if up.a == n { 0 } else { 1 };
                     let rtt = up.dirs[0].link.delay + up.dirs[1].link.delay;
