@@ -7,6 +7,7 @@
 
 use crate::l2::atm::report::{AtmLineReport, AtmReport};
 use crate::l2::rlc::{RlcCounters, RlcReport};
+use crate::l2::DirCounters;
 use crate::middlebox::gateway::GatewayCounters;
 use crate::net::link::{ClassCounters, LinkCounters};
 use crate::stats::Peak;
@@ -73,6 +74,15 @@ impl LinkResult {
             "forward"
         } else {
             "reverse"
+        }
+    }
+
+    /// A link direction (plain or with a link layer) from `a` to `b`: its counters over a
+    /// measured interval of `measured_s` seconds.
+    pub fn from_dir(a: String, b: String, i: usize, c: &DirCounters, measured_s: f64) -> Self {
+        match c {
+            DirCounters::Link(c) => Self::from_link(a, b, i, c, measured_s),
+            DirCounters::Rlc(c) => Self::from_rlc(a, b, i, c),
         }
     }
 

@@ -13,10 +13,15 @@
 //! [`schema`] writes the matching JSON Schema: one object per kind, its `kind`, the
 //! shared keys and its own.
 //!
+//! [`registry!`] makes a component's registry of kinds from one line per kind: the spec
+//! enum (each kind's spec type, which implements [`Resolve`]), the table [`read`] and
+//! [`schema`] take, and the enum of resolved kinds.
+//!
 //! A deserializer that has read its whole table can no longer extend serde's path: it
 //! raises [`below`]`(key path, message)`, and [`crate::scenario::parse_json`] moves the
 //! key path into the error's path ([`split_below`]).
 
+use crate::error::ScenarioError;
 use schemars::gen::SchemaGenerator;
 use schemars::schema::{InstanceType, Schema, SchemaObject, SubschemaValidation};
 use schemars::JsonSchema;
@@ -97,6 +102,57 @@ pub fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
     let _ = T::deserialize(&mut g);
     g.0.unwrap_or(&[])
 }
+
+/// A kind's spec type: its keys, resolved (defaults, checks) at the table's path.
+pub trait Resolve: DeserializeOwned + JsonSchema {
+    type Config;
+    fn resolve(&self, path: &str) -> Result<Self::Config, ScenarioError>;
+}
+
+/// The registry of a tagged table's kinds, one line per kind:
+/// `Variant = "name" | "other name" => SpecType`. Makes `enum $spec` (one variant per
+/// kind holding its spec type, with `From` each), `const KINDS` (for [`read`] and
+/// [`schema`]), `enum $config` (each kind's resolved `Resolve::Config`, with the
+/// attributes given), `$spec::resolve` and `$config::name`.
+macro_rules! registry {
+    (
+        $(#[$sattr:meta])* $svis:vis enum $spec:ident;
+        $(#[$cattr:meta])* $cvis:vis enum $config:ident;
+        $($v:ident = $name:literal $(| $alias:literal)* => $t:ty),+ $(,)?
+    ) => {
+        $(#[$sattr])*
+        $svis enum $spec { $($v($t)),+ }
+
+        $(impl From<$t> for $spec {
+            fn from(s: $t) -> Self {
+                $spec::$v(s)
+            }
+        })+
+
+        /// Every kind, in the registry's order.
+        const KINDS: &[$crate::tagged::Kind<$spec>] =
+            &[$($crate::tagged::Kind::of::<$t>(&[$name $(, $alias)*])),+];
+
+        $(#[$cattr])*
+        $cvis enum $config { $($v(<$t as $crate::tagged::Resolve>::Config)),+ }
+
+        impl $spec {
+            /// Resolves the kind's keys; `path` is the table's field path.
+            pub fn resolve(&self, path: &str) -> Result<$config, $crate::error::ScenarioError> {
+                use $crate::tagged::Resolve as _;
+                Ok(match self { $($spec::$v(s) => $config::$v(s.resolve(path)?)),+ })
+            }
+        }
+
+        impl $config {
+            /// Its `kind` name.
+            pub fn name(&self) -> &'static str {
+                match self { $($config::$v(_) => $name),+ }
+            }
+        }
+    };
+}
+pub(crate) use registry;
 
 /// The shared keys of a tagged table whose kinds share none.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

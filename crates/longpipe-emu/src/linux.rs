@@ -99,6 +99,14 @@ fn err<T>(path: String, msg: impl Into<String>) -> Result<T, ScenarioError> {
     })
 }
 
+/// Why direction `k` of link `li`, an ATM link, cannot be emulated.
+pub fn cells_refused(li: usize, k: usize) -> ScenarioError {
+    ScenarioError::new(
+        format!("link[{li}].layer2{}", if k == 0 { "" } else { "_ba" }),
+        "an ATM link (cells) is simulated only: longpipe emu carries packets",
+    )
+}
+
 /// Maps the scenario onto Linux. `cc` overrides every flow's congestion control.
 pub fn map(
     sc: &ValidScenario,
@@ -119,10 +127,7 @@ pub fn map(
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
             if matches!(d.layer2, Some(Layer2Config::Atm(_))) {
-                return err(
-                    format!("link[{i}].layer2{}", if k == 0 { "" } else { "_ba" }),
-                    "an ATM link (cells) is simulated only: longpipe emu carries packets",
-                );
+                return Err(cells_refused(i, k));
             }
         }
     }

@@ -11,6 +11,7 @@
 
 use super::discard::{Policy, PortLimits};
 use crate::error::{err, ScenarioError};
+use crate::tagged::Resolve;
 use crate::time::Rate;
 use crate::units::RateQ;
 use schemars::gen::SchemaGenerator;
@@ -235,8 +236,9 @@ pub struct AtmLineConfig {
     pub upc: Option<UpcConfig>,
 }
 
-impl AtmLineSpec {
-    pub fn resolve(&self, path: &str) -> Result<AtmLineConfig, ScenarioError> {
+impl Resolve for AtmLineSpec {
+    type Config = AtmLineConfig;
+    fn resolve(&self, path: &str) -> Result<AtmLineConfig, ScenarioError> {
         let upc = match &self.upc {
             None => None,
             Some(u) => {

@@ -20,7 +20,7 @@
 //! them when scheduled; busy time is counted up to the present.
 
 use super::aal5::{Reassembler, Segmenter};
-use super::cell::{Cell, CELL_BITS, CELL_BYTES};
+use super::cell::{Cell, CellUnit, CELL_BITS, CELL_BYTES};
 use super::discard::{Discard, Drop};
 use super::{PerIndex, VcCounters, VcTable};
 use crate::element::{Element, Emit, PortId};
@@ -30,7 +30,6 @@ use crate::net::packet::Packet;
 use crate::net::queue::Admission;
 use crate::stats::Peak;
 use crate::time::{Rate, SimDuration, SimTime};
-use crate::unit::Unit;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -203,7 +202,7 @@ impl AtmLine {
     }
 
     /// Puts an admitted cell on the line.
-    fn transmit(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<Unit>>) {
+    fn transmit<U: CellUnit>(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<U>>) {
         let end = self.schedule(now);
         self.c.cells_out += 1;
         if self.loss.lose(&cell) {
@@ -216,21 +215,21 @@ impl AtmLine {
             Sink::Cells => out.push(Emit::At {
                 at,
                 port: OUT,
-                unit: Unit::Cell(cell),
+                unit: U::from_cell(cell),
             }),
             Sink::Reassemble(r) => {
                 if let Some(p) = r.push(cell) {
                     out.push(Emit::At {
                         at,
                         port: OUT,
-                        unit: Unit::Packet(*p),
+                        unit: U::from_packet(*p),
                     });
                 }
             }
         }
     }
 
-    fn on_packet(&mut self, now: SimTime, p: Packet, out: &mut Vec<Emit<Unit>>) {
+    fn on_packet<U: CellUnit>(&mut self, now: SimTime, p: Packet, out: &mut Vec<Emit<U>>) {
         let Feed::Adapter {
             seg,
             llc,
@@ -286,7 +285,7 @@ impl AtmLine {
         }
     }
 
-    fn on_cell(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<Unit>>) {
+    fn on_cell<U: CellUnit>(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<U>>) {
         let w = self.waiting(now);
         let Feed::Port(d) = &mut self.feed else {
             self.c.stray += 1;
@@ -317,13 +316,16 @@ impl AtmLine {
     }
 }
 
-impl Element<Unit> for AtmLine {
+impl<U: CellUnit> Element<U> for AtmLine {
     type Metrics = AtmLineCounters;
 
-    fn handle(&mut self, now: SimTime, _port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        match unit {
-            Unit::Cell(c) => self.on_cell(now, c, out),
-            Unit::Packet(p) => self.on_packet(now, p, out),
+    fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        match unit.into_cell() {
+            Ok(c) => self.on_cell(now, c, out),
+            Err(u) => match u.into_packet() {
+                Ok(p) => self.on_packet(now, p, out),
+                Err(_) => self.c.stray += 1,
+            },
         }
     }
 
@@ -331,9 +333,16 @@ impl Element<Unit> for AtmLine {
         None
     }
 
-    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<Unit>>) {}
+    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, now: SimTime) -> AtmLineCounters {
+        AtmLine::metrics(self, now)
+    }
+}
+
+impl AtmLine {
+    /// Counters since time zero, as they stand at `now` (whatever the unit).
+    pub fn metrics(&self, now: SimTime) -> AtmLineCounters {
         let mut c = self.c.clone();
         c.busy_ns -= self.last_end.saturating_sub(now).as_nanos();
         if let Sink::Reassemble(r) = &self.sink {
@@ -360,6 +369,7 @@ mod tests {
     use crate::net::packet::{node_addr, Segment, ACK};
     use crate::rng::RngStream;
     use crate::stats::Since;
+    use crate::unit::Unit;
     use crate::units::Limit;
 
     /// 424 Mbit/s: one cell per microsecond.

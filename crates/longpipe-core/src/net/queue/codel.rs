@@ -18,6 +18,7 @@ use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimDuration, SimTime};
 use crate::units::Duration;
 use schemars::JsonSchema;
@@ -40,11 +41,14 @@ pub struct CodelSpec {
     pub interval: Option<Duration>,
 }
 
-impl DisciplineSpec for CodelSpec {
+impl Resolve for CodelSpec {
     type Config = CodelConfig;
     fn resolve(&self, path: &str) -> Result<CodelConfig, ScenarioError> {
         CodelConfig::resolve_with(self.target, self.interval, self.ecn.unwrap_or(false), path)
     }
+}
+
+impl DisciplineSpec for CodelSpec {
     fn build<U: Frame + Send + 'static>(
         c: &CodelConfig,
         admission: Admission,

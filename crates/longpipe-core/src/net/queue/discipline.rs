@@ -6,12 +6,10 @@
 //! Occupancy never counts the unit in transmission.
 
 use crate::element::{Class, Frame};
-use crate::error::ScenarioError;
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
 use crate::units::Limit;
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 
 /// A buffer limit: in units (packets) or in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,12 +75,8 @@ impl QueueStats {
 /// What a discipline's file gives the registry: its spec type is its own keys of
 /// `queue = { kind = ..., ... }` (besides `kind` and `limit`, with
 /// `deny_unknown_fields`; a key of another discipline is refused by name), resolved
-/// into its config, which builds the queue.
-pub trait DisciplineSpec: DeserializeOwned + JsonSchema {
-    /// The resolved discipline.
-    type Config: Copy + PartialEq + std::fmt::Debug;
-    /// Defaults and checks; `path` is the queue's field path.
-    fn resolve(&self, path: &str) -> Result<Self::Config, ScenarioError>;
+/// into its config ([`Resolve`]), which builds the queue.
+pub trait DisciplineSpec: Resolve {
     /// The queue, on a link of `rate`, with `rng` its own random stream (RED's drop
     /// decisions, fq_codel's hash perturbation).
     fn build<U: Frame + Send + 'static>(

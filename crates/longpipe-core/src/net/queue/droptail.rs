@@ -5,6 +5,7 @@ use super::discipline::{Admission, DisciplineSpec, Queue};
 use crate::element::Frame;
 use crate::error::ScenarioError;
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -15,11 +16,14 @@ use std::collections::VecDeque;
 #[serde(deny_unknown_fields)]
 pub struct DropTailSpec {}
 
-impl DisciplineSpec for DropTailSpec {
+impl Resolve for DropTailSpec {
     type Config = DropTailSpec;
     fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
         Ok(*self)
     }
+}
+
+impl DisciplineSpec for DropTailSpec {
     fn build<U: Frame + Send + 'static>(
         _: &Self,
         admission: Admission,

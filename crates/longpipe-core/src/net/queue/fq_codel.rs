@@ -23,6 +23,7 @@ use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
 use crate::units::{Bytes, Duration};
 use schemars::JsonSchema;
@@ -52,11 +53,14 @@ pub struct FqCodelSpec {
     pub quantum: Option<Bytes>,
 }
 
-impl DisciplineSpec for FqCodelSpec {
+impl Resolve for FqCodelSpec {
     type Config = FqCodelConfig;
     fn resolve(&self, path: &str) -> Result<FqCodelConfig, ScenarioError> {
         FqCodelConfig::resolve(self, path)
     }
+}
+
+impl DisciplineSpec for FqCodelSpec {
     fn build<U: Frame + Send + 'static>(
         c: &FqCodelConfig,
         admission: Admission,

@@ -20,7 +20,7 @@ pub use discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
 use crate::rng::RngStream;
-use crate::tagged::{self, Kind};
+use crate::tagged;
 use crate::time::Rate;
 use crate::units::{Limit, LimitQ};
 use schemars::gen::SchemaGenerator;
@@ -38,39 +38,21 @@ pub struct Buffer {
     pub limit: Option<LimitQ>,
 }
 
-/// The registry: one line per discipline, `Variant = "kind" (| "other name") =>
-/// its spec type`. The first is the default (a `queue` without `kind`).
+/// The registry: one line per discipline, `Variant = "kind" (| "other name") => its
+/// spec type`. The first is the default (a `queue` without `kind`).
 macro_rules! disciplines {
     ($($v:ident = $name:literal $(| $alias:literal)* => $spec:ty),+ $(,)?) => {
-        /// A discipline's own keys, by kind.
-        #[derive(Debug, Clone)]
-        pub enum DisciplineKeys { $($v($spec)),+ }
-
-        $(impl From<$spec> for DisciplineKeys {
-            fn from(s: $spec) -> Self {
-                DisciplineKeys::$v(s)
-            }
-        })+
-
-        /// Every kind, in the registry's order.
-        const KINDS: &[Kind<DisciplineKeys>] = &[$(Kind::of::<$spec>(&[$name $(, $alias)*])),+];
-
-        /// A resolved discipline with its parameters.
-        #[derive(Debug, Clone, Copy, PartialEq)]
-        pub enum Discipline { $($v(<$spec as DisciplineSpec>::Config)),+ }
-
-        impl DisciplineKeys {
-            fn resolve(&self, path: &str) -> Result<Discipline, ScenarioError> {
-                Ok(match self { $(DisciplineKeys::$v(s) => Discipline::$v(s.resolve(path)?)),+ })
-            }
+        tagged::registry! {
+            /// A discipline's own keys, by kind.
+            #[derive(Debug, Clone)]
+            pub enum DisciplineKeys;
+            /// A resolved discipline with its parameters.
+            #[derive(Debug, Clone, Copy, PartialEq)]
+            pub enum Discipline;
+            $($v = $name $(| $alias)* => $spec),+
         }
 
         impl Discipline {
-            /// Its `kind` name.
-            pub fn name(&self) -> &'static str {
-                match self { $(Discipline::$v(_) => $name),+ }
-            }
-
             fn build_with<U: Frame + Send + 'static>(
                 &self,
                 a: Admission,

@@ -10,6 +10,7 @@ use super::droptail::DropTail;
 use crate::element::{Class, Frame};
 use crate::error::ScenarioError;
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -21,11 +22,14 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct PeachDropTailSpec {}
 
-impl DisciplineSpec for PeachDropTailSpec {
+impl Resolve for PeachDropTailSpec {
     type Config = PeachDropTailSpec;
     fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
         Ok(*self)
     }
+}
+
+impl DisciplineSpec for PeachDropTailSpec {
     fn build<U: Frame + Send + 'static>(
         _: &Self,
         admission: Admission,

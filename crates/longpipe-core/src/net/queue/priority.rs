@@ -11,6 +11,7 @@ use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::{Class, Frame};
 use crate::error::ScenarioError;
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -23,11 +24,14 @@ use std::collections::VecDeque;
 #[serde(deny_unknown_fields)]
 pub struct PrioritySpec {}
 
-impl DisciplineSpec for PrioritySpec {
+impl Resolve for PrioritySpec {
     type Config = PrioritySpec;
     fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
         Ok(*self)
     }
+}
+
+impl DisciplineSpec for PrioritySpec {
     fn build<U: Frame + Send + 'static>(
         _: &Self,
         admission: Admission,

@@ -28,6 +28,7 @@ use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
 use crate::units::{Bytes, Limit, LimitQ};
 use schemars::JsonSchema;
@@ -64,11 +65,14 @@ pub struct RedSpec {
     pub mean_pkt_size: Option<Bytes>,
 }
 
-impl DisciplineSpec for RedSpec {
+impl Resolve for RedSpec {
     type Config = RedConfig;
     fn resolve(&self, path: &str) -> Result<RedConfig, ScenarioError> {
         RedConfig::resolve(self, path)
     }
+}
+
+impl DisciplineSpec for RedSpec {
     fn build<U: Frame + Send + 'static>(
         c: &RedConfig,
         admission: Admission,
