@@ -23,7 +23,7 @@
 
 use crate::error::ScenarioError;
 use schemars::gen::SchemaGenerator;
-use schemars::schema::{InstanceType, Schema, SchemaObject, SubschemaValidation};
+use schemars::schema::{InstanceType, Metadata, Schema, SchemaObject, SubschemaValidation};
 use schemars::JsonSchema;
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde::Deserialize;
@@ -307,10 +307,11 @@ fn describe(v: &Value) -> String {
     }
 }
 
-/// The JSON Schema of a tagged table: one object per kind with `kind` (optional for the
-/// default kind), the shared keys of `C` and the kind's own.
+/// The JSON Schema of a tagged table described by `doc`: one object per kind with
+/// `kind` (optional for the default kind), the shared keys of `C` and the kind's own.
 pub fn schema<C: JsonSchema, T>(
     gen: &mut SchemaGenerator,
+    doc: &str,
     kinds: &[Kind<T>],
     default: Option<usize>,
 ) -> Schema {
@@ -339,7 +340,10 @@ pub fn schema<C: JsonSchema, T>(
         })
         .collect();
     SchemaObject {
-        metadata: common.metadata.clone(),
+        metadata: Some(Box::new(Metadata {
+            description: Some(doc.to_string()),
+            ..Default::default()
+        })),
         subschemas: Some(Box::new(SubschemaValidation {
             one_of: Some(one_of),
             ..Default::default()
@@ -483,7 +487,9 @@ mod tests {
     #[test]
     fn schema_has_one_object_per_kind() {
         let mut g = SchemaGenerator::default();
-        let s = serde_json::to_value(schema::<Common, Spec>(&mut g, &KINDS, Some(0))).unwrap();
+        let s = schema::<Common, Spec>(&mut g, "A thing.", &KINDS, Some(0));
+        let s = serde_json::to_value(s).unwrap();
+        assert_eq!(s["description"], "A thing.");
         let kinds = s["oneOf"].as_array().unwrap();
         assert_eq!(
             kinds[0]["properties"]["kind"]["enum"],

@@ -48,7 +48,8 @@ impl JsonSchema for Layer2Spec {
         "Layer2Spec".into()
     }
     fn json_schema(gen: &mut SchemaGenerator) -> Schema {
-        tagged::schema::<NoKeys, _>(gen, KINDS, None)
+        let doc = "The link layer of a link direction: its `kind` and that kind's keys.";
+        tagged::schema::<NoKeys, _>(gen, doc, KINDS, None)
     }
 }
 

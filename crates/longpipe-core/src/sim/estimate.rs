@@ -97,7 +97,8 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                     Some(Layer2Config::Atm(c)) if sc.nodes[to].role.atm_switch().is_some() => {
                         cells_for(len, c.llc) as f64
                     }
-                    _ => 0.0,
+                    // cells into a host are reassembled by its adapter: no events
+                    None | Some(Layer2Config::Atm(_) | Layer2Config::RlcAm(_)) => 0.0,
                 }
             };
             let size = f.tcp.sender.mss.saturating_add(40);
@@ -141,10 +142,13 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             if let Some(s) = &d.link.sched {
                 events += s.changes(sc.duration);
             }
-            if let Some(Layer2Config::RlcAm(c)) = &d.layer2 {
-                if load[2 * i + k] > 0.0 {
+            // a link layer's own wake-ups while it carries traffic
+            let busy = load[2 * i + k] > 0.0;
+            match &d.layer2 {
+                Some(Layer2Config::RlcAm(c)) if busy => {
                     events += 2.0 * duration / c.tti.as_secs_f64();
                 }
+                None | Some(Layer2Config::RlcAm(_) | Layer2Config::Atm(_)) => {}
             }
         }
     }

@@ -103,7 +103,9 @@ impl JsonSchema for QueueSpec {
         "QueueSpec".into()
     }
     fn json_schema(gen: &mut SchemaGenerator) -> Schema {
-        tagged::schema::<Buffer, _>(gen, KINDS, Some(0))
+        let doc = "The queue of a link direction: the buffer `limit` and the discipline's \
+                   `kind` (default \"droptail\") with its own keys, in one table.";
+        tagged::schema::<Buffer, _>(gen, doc, KINDS, Some(0))
     }
 }
 
