@@ -23,7 +23,7 @@
 //! that device would show (the simulator records a sent packet at the start of its
 //! transmission instead, after the queue). Headers only, as in the simulator.
 //!
-//! Why one file of ~990 lines (590 of code, the rest unit tests with fake devices and a
+//! Why one file of ~930 lines (530 of code, the rest unit tests with fake devices and a
 //! fake clock): the event loop, its early wake and its CPU budget decide together when
 //! the ferry sleeps, spins or rests.
 

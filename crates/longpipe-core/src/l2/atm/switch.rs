@@ -86,14 +86,7 @@ impl<U: CellUnit> Element<U> for AtmSwitch {
 
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
-    fn metrics(&self, now: SimTime) -> SwitchCounters {
-        AtmSwitch::metrics(self, now)
-    }
-}
-
-impl AtmSwitch {
-    /// Counters since time zero (whatever the unit).
-    pub fn metrics(&self, _now: SimTime) -> SwitchCounters {
+    fn metrics(&self, _now: SimTime) -> SwitchCounters {
         self.c.clone()
     }
 }
@@ -104,6 +97,10 @@ mod tests {
     use crate::l2::atm::Cell;
     use crate::net::packet::{node_addr, Packet, Segment};
     use crate::unit::Unit;
+
+    fn metrics(e: &AtmSwitch, now: SimTime) -> SwitchCounters {
+        Element::<Unit>::metrics(e, now)
+    }
 
     fn cell(vc: u32, dst: u32, clp: bool) -> Unit {
         Unit::Cell(Cell {
@@ -159,7 +156,7 @@ mod tests {
                 (0, false)
             ]
         );
-        let m = s.metrics(SimTime(20));
+        let m = metrics(&s, SimTime(20));
         assert_eq!(m.cells, 6);
         assert_eq!(m.tagged_by_port.0, [1, 0, 0]);
         assert_eq!(m.tagged_by_vc.0, [0, 1, 0, 0]);
@@ -173,6 +170,6 @@ mod tests {
         let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
         s.handle(SimTime(0), 0, Unit::Packet(p), &mut out);
         assert!(out.is_empty());
-        assert_eq!(s.metrics(SimTime(0)).stray, 2);
+        assert_eq!(metrics(&s, SimTime(0)).stray, 2);
     }
 }
