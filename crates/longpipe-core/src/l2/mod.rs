@@ -83,18 +83,18 @@ macro_rules! directions {
             type Metrics = DirCounters;
             #[inline]
             fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
-                match self { $(Direction::$v(e) => e.handle(now, port, unit, out)),+ }
+                match self { $(Direction::$v(e) => <$t as Element<U>>::handle(e, now, port, unit, out)),+ }
             }
             #[inline]
             fn poll_timeout(&self) -> Option<SimTime> {
-                match self { $(Direction::$v(e) => e.poll_timeout()),+ }
+                match self { $(Direction::$v(e) => <$t as Element<U>>::poll_timeout(e)),+ }
             }
             #[inline]
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
-                match self { $(Direction::$v(e) => e.handle_timeout(now, out)),+ }
+                match self { $(Direction::$v(e) => <$t as Element<U>>::handle_timeout(e, now, out)),+ }
             }
             fn metrics(&self, now: SimTime) -> DirCounters {
-                match self { $(Direction::$v(e) => DirCounters::$v(e.metrics(now))),+ }
+                match self { $(Direction::$v(e) => DirCounters::$v(<$t as Element<U>>::metrics(e, now))),+ }
             }
         }
 
