@@ -148,7 +148,7 @@ impl L2Report {
     pub fn rlc(&self) -> Option<&RlcReport> {
         match self {
             L2Report::RlcAm(r) => Some(r),
-            L2Report::Atm(_) => None,
+            _ => None,
         }
     }
 
@@ -156,7 +156,7 @@ impl L2Report {
     pub fn atm(&self) -> Option<&AtmLineReport> {
         match self {
             L2Report::Atm(r) => Some(r),
-            L2Report::RlcAm(_) => None,
+            _ => None,
         }
     }
 }

@@ -98,7 +98,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                         cells_for(len, c.llc) as f64
                     }
                     // cells into a host are reassembled by its adapter: no events
-                    None | Some(Layer2Config::Atm(_) | Layer2Config::RlcAm(_)) => 0.0,
+                    _ => 0.0,
                 }
             };
             let size = f.tcp.sender.mss.saturating_add(40);
