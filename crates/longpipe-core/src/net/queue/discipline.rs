@@ -87,6 +87,36 @@ pub trait DisciplineSpec: Resolve {
     ) -> Box<dyn Queue<U>>;
 }
 
+/// A discipline without keys of its own (`keyless!(/// doc, Spec => Queue)`): an empty
+/// spec type that is its own config, and the queue `Queue::new(admission)`.
+macro_rules! keyless {
+    ($(#[$m:meta])* $spec:ident => $queue:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $spec {}
+
+        impl $crate::tagged::Resolve for $spec {
+            type Config = $spec;
+            fn resolve(&self, _path: &str) -> Result<Self, $crate::error::ScenarioError> {
+                Ok(*self)
+            }
+        }
+
+        impl $crate::net::queue::discipline::DisciplineSpec for $spec {
+            fn build<U: $crate::element::Frame + Send + 'static>(
+                _: &Self,
+                admission: $crate::net::queue::discipline::Admission,
+                _: $crate::time::Rate,
+                _: $crate::rng::RngStream,
+            ) -> Box<dyn $crate::net::queue::discipline::Queue<U>> {
+                Box::new($queue::new(admission))
+            }
+        }
+    };
+}
+pub(crate) use keyless;
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

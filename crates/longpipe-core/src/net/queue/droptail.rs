@@ -1,37 +1,14 @@
 //! Drop-tail (`queue.kind = "droptail"`, the default): one FIFO; an arrival that does
 //! not fit the buffer limit is dropped.
 
-use super::discipline::{Admission, DisciplineSpec, Queue};
+use super::discipline::{Admission, Queue};
 use crate::element::Frame;
-use crate::error::ScenarioError;
-use crate::rng::RngStream;
-use crate::tagged::Resolve;
-use crate::time::{Rate, SimTime};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use crate::time::SimTime;
 use std::collections::VecDeque;
 
-/// FIFO, arrivals dropped when full. No keys of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DropTailSpec {}
-
-impl Resolve for DropTailSpec {
-    type Config = DropTailSpec;
-    fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
-        Ok(*self)
-    }
-}
-
-impl DisciplineSpec for DropTailSpec {
-    fn build<U: Frame + Send + 'static>(
-        _: &Self,
-        admission: Admission,
-        _: Rate,
-        _: RngStream,
-    ) -> Box<dyn Queue<U>> {
-        Box::new(DropTail::new(admission))
-    }
+super::discipline::keyless! {
+    /// FIFO, arrivals dropped when full. No keys of its own.
+    DropTailSpec => DropTail
 }
 
 /// FIFO; an arrival that does not fit is dropped.

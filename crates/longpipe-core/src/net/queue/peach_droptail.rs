@@ -5,39 +5,16 @@
 //! that is nearly idle; once admitted it is served in FIFO order like any other.
 //! Occupancy does not count the unit in transmission.
 
-use super::discipline::{Admission, DisciplineSpec, Queue};
+use super::discipline::{Admission, Queue};
 use super::droptail::DropTail;
 use crate::element::{Class, Frame};
-use crate::error::ScenarioError;
-use crate::rng::RngStream;
-use crate::tagged::Resolve;
-use crate::time::{Rate, SimTime};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use crate::time::SimTime;
 
-/// FIFO where a low-priority unit is dropped on arrival if more than one unit already
-/// waits (the GTNetS `PeachQueue` rule for TCP-Peach dummy segments). No keys of its
-/// own.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PeachDropTailSpec {}
-
-impl Resolve for PeachDropTailSpec {
-    type Config = PeachDropTailSpec;
-    fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
-        Ok(*self)
-    }
-}
-
-impl DisciplineSpec for PeachDropTailSpec {
-    fn build<U: Frame + Send + 'static>(
-        _: &Self,
-        admission: Admission,
-        _: Rate,
-        _: RngStream,
-    ) -> Box<dyn Queue<U>> {
-        Box::new(PeachDropTail::new(admission))
-    }
+super::discipline::keyless! {
+    /// FIFO where a low-priority unit is dropped on arrival if more than one unit already
+    /// waits (the GTNetS `PeachQueue` rule for TCP-Peach dummy segments). No keys of its
+    /// own.
+    PeachDropTailSpec => PeachDropTail
 }
 
 /// Waiting units above which a low-priority arrival is dropped.

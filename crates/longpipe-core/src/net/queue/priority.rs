@@ -7,39 +7,16 @@
 //! normal one when no low-priority unit is left to push out. So low-priority traffic
 //! only ever uses capacity and buffer that normal traffic leaves unused.
 
-use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
+use super::discipline::{Admission, Queue, QueueStats};
 use crate::element::{Class, Frame};
-use crate::error::ScenarioError;
-use crate::rng::RngStream;
-use crate::tagged::Resolve;
-use crate::time::{Rate, SimTime};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use crate::time::SimTime;
 use std::collections::VecDeque;
 
-/// Strict priority between two classes: low-priority units are served only when no
-/// normal unit waits, and pushed out (newest first) to admit a normal unit. No keys of
-/// its own.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PrioritySpec {}
-
-impl Resolve for PrioritySpec {
-    type Config = PrioritySpec;
-    fn resolve(&self, _path: &str) -> Result<Self, ScenarioError> {
-        Ok(*self)
-    }
-}
-
-impl DisciplineSpec for PrioritySpec {
-    fn build<U: Frame + Send + 'static>(
-        _: &Self,
-        admission: Admission,
-        _: Rate,
-        _: RngStream,
-    ) -> Box<dyn Queue<U>> {
-        Box::new(PriorityQueue::new(admission))
-    }
+super::discipline::keyless! {
+    /// Strict priority between two classes: low-priority units are served only when no
+    /// normal unit waits, and pushed out (newest first) to admit a normal unit. No keys of
+    /// its own.
+    PrioritySpec => PriorityQueue
 }
 
 pub struct PriorityQueue<U> {
