@@ -1,7 +1,7 @@
 //! Link layers that cut IP packets (SDUs) into smaller units with their own
 //! retransmission or discard rules. Each is an [`crate::element::Element`] that replaces
 //! a link direction's plain queue and transmitter: SDUs in, timed SDUs out at the far
-//! end. One file (or folder) per link layer, one line in the [`registry!`] below (the
+//! end. One file (or folder) per link layer, one line in the `registry!` below (the
 //! scenario's `layer2 = { kind = ..., ... }`, [`Layer2Spec`] → [`Layer2Config`]) and,
 //! for a layer generic over the unit, one in [`directions!`] (the [`Direction`]
 //! element).
