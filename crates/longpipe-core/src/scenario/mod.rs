@@ -192,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn a_link_layers_errors_name_their_key() {
+    fn tagged_tables_name_the_key_of_each_error() {
         let link = |l2: &str| {
             format!(
                 r#"{{"duration":"10s","link":[{{"a":"s","b":"c","rate":"1Mbps","delay":"1ms","layer2":{l2}}}]}}"#
@@ -208,6 +208,26 @@ mod tests {
             (e.path.as_str(), e.msg.as_str()),
             ("link[0].layer2", "missing field `kind`")
         );
+        // loss models too, also inside a schedule's list
+        let loss = |l: &str| {
+            format!(
+                r#"{{"duration":"10s","link":[{{"a":"s","b":"c","rate":"1Mbps","delay":"1ms",{l}}}]}}"#
+            )
+        };
+        let e = parse(&loss(r#""loss":{"kind":"bernoulli","p":"x"}"#)).unwrap_err();
+        assert_eq!(e.path, "link[0].loss.p", "{e}");
+        let e = parse(&loss(r#""loss":{"kind":"ber","p":0.1}"#)).unwrap_err();
+        assert_eq!(e.path, "link[0].loss.p", "{e}");
+        assert!(
+            e.msg.contains(r#"only applies to kind = "bernoulli""#),
+            "{e}"
+        );
+        let e = parse(&loss(
+            r#""schedule":[{"every":"1s","loss":[{"kind":"none"},{"kind":"gilbert","p_gb":0.1}]}]"#,
+        ))
+        .unwrap_err();
+        assert_eq!(e.path, "link[0].schedule[0].loss[1]", "{e}");
+        assert!(e.msg.contains("missing field `p_bg`"), "{e}");
     }
 
     #[test]
