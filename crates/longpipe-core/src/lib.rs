@@ -1,7 +1,7 @@
 //! longpipe-core: a deterministic packet-level simulator of TCP over long, thin and
 //! lossy links. Pure Rust: no Python, no OS clock, no I/O.
 //!
-//! Layers, from the leaves up: `time`, `rng`, `units`, `error`, `stats`, `element` (the
+//! Layers, from the leaves up: `time`, `rng`, `units`, `error`, `stats`, `tagged` (scenario tables tagged by `kind`), `element` (the
 //! protocol every network element speaks) and `wire` (the IPv4/TCP codec); the
 //! components (`net`, `l2`, `tcp`, `middlebox`), each owning its spec and config; the
 //! `scenario` that parses and assembles them; the `engine` (event queue and driver) and
@@ -12,6 +12,7 @@ pub mod element;
 pub mod engine;
 pub mod error;
 pub mod l2;
+pub mod loaded;
 pub mod middlebox;
 pub mod net;
 pub mod results;
@@ -19,6 +20,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod stats;
+pub mod tagged;
 pub mod tcp;
 pub mod time;
 pub mod unit;

@@ -7,6 +7,7 @@
 
 use crate::l2::atm::report::{AtmLineReport, AtmReport};
 use crate::l2::rlc::{RlcCounters, RlcReport};
+use crate::l2::DirCounters;
 use crate::middlebox::gateway::GatewayCounters;
 use crate::net::link::{ClassCounters, LinkCounters};
 use crate::stats::Peak;
@@ -80,6 +81,15 @@ impl LinkResult {
         }
     }
 
+    /// A link direction (plain or with a link layer) from `a` to `b`: its counters over a
+    /// measured interval of `measured_s` seconds.
+    pub fn from_dir(a: String, b: String, i: usize, c: &DirCounters, measured_s: f64) -> Self {
+        match c {
+            DirCounters::Link(c) => Self::from_link(a, b, i, c, measured_s),
+            DirCounters::Rlc(c) => Self::from_rlc(a, b, i, c),
+        }
+    }
+
     /// A plain link direction from `a` to `b`: its counters over a measured interval of
     /// `measured_s` seconds (`utilization` is the transmitter's busy share).
     pub fn from_link(a: String, b: String, i: usize, c: &LinkCounters, measured_s: f64) -> Self {
@@ -142,7 +152,7 @@ impl L2Report {
     pub fn rlc(&self) -> Option<&RlcReport> {
         match self {
             L2Report::RlcAm(r) => Some(r),
-            L2Report::Atm(_) => None,
+            _ => None,
         }
     }
 
@@ -150,7 +160,7 @@ impl L2Report {
     pub fn atm(&self) -> Option<&AtmLineReport> {
         match self {
             L2Report::Atm(r) => Some(r),
-            L2Report::RlcAm(_) => None,
+            _ => None,
         }
     }
 }
@@ -183,7 +193,7 @@ impl NodeResult {
                 let a = crate::net::packet::node_addr(i);
                 NodeResult {
                     name: n.name.clone(),
-                    kind: n.kind.name().to_string(),
+                    kind: n.role.kind().name().to_string(),
                     ipv4: format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
                 }
             })

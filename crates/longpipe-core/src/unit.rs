@@ -1,9 +1,12 @@
-//! The unit the simulator's elements exchange. One variant per kind of thing that
-//! travels between elements; link stages see only its [`Frame`] view.
+//! The unit the simulator's elements exchange: the sum of the kinds of thing that
+//! travel between them, above the components that define each. Link stages see only
+//! its [`Frame`] view; elements that read packets or cells, their [`PacketUnit`] and
+//! [`CellUnit`] views.
 
 use crate::element::{Class, Frame, TcpMeta};
+use crate::l2::atm::cell::CellUnit;
 use crate::l2::atm::Cell;
-use crate::net::packet::Packet;
+use crate::net::packet::{Packet, PacketUnit};
 
 /// What moves between the simulator's elements.
 #[derive(Clone, Debug)]
@@ -47,6 +50,41 @@ impl Frame for Unit {
         match self {
             Unit::Packet(p) => p.tcp_meta(),
             Unit::Cell(_) => None,
+        }
+    }
+}
+
+impl PacketUnit for Unit {
+    #[inline]
+    fn from_packet(p: Packet) -> Self {
+        Unit::Packet(p)
+    }
+    #[inline]
+    fn packet(&self) -> Option<&Packet> {
+        match self {
+            Unit::Packet(p) => Some(p),
+            Unit::Cell(_) => None,
+        }
+    }
+    #[inline]
+    fn into_packet(self) -> Result<Packet, Self> {
+        match self {
+            Unit::Packet(p) => Ok(p),
+            u => Err(u),
+        }
+    }
+}
+
+impl CellUnit for Unit {
+    #[inline]
+    fn from_cell(c: Cell) -> Self {
+        Unit::Cell(c)
+    }
+    #[inline]
+    fn into_cell(self) -> Result<Cell, Self> {
+        match self {
+            Unit::Cell(c) => Ok(c),
+            u => Err(u),
         }
     }
 }

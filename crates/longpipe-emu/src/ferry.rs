@@ -1,5 +1,5 @@
-//! The ferry: the scenario's link directions (the core's [`LinkDirection`] and
-//! [`RlcLink`], generic over the unit) run by the core's [`Driver`] from a monotonic
+//! The ferry: the scenario's link directions (the core's [`Direction`] element, generic
+//! over the unit) run by the core's [`Driver`] from a monotonic
 //! clock, fed with the packets that TUN devices hand over and writing out what leaves.
 //!
 //! Ports: every link has two ends, and end `side` (0 = `a`, 1 = `b`) of link `li` is port
@@ -23,18 +23,18 @@
 //! that device would show (the simulator records a sent packet at the start of its
 //! transmission instead, after the queue). Headers only, as in the simulator.
 //!
-//! Why one file of ~990 lines (590 of code, the rest unit tests with fake devices and a
+//! Why one file of ~930 lines (530 of code, the rest unit tests with fake devices and a
 //! fake clock): the event loop, its early wake and its CPU budget decide together when
 //! the ferry sleeps, spins or rests.
 
+use crate::linux;
 use crate::pkt::{Pkt, Pool};
-use longpipe_core::element::{ElemId, Element, Emit, PortId};
-use longpipe_core::engine::driver::{Dispatch, Driver};
-use longpipe_core::l2::rlc::{RlcCounters, RlcLink};
+use longpipe_core::element::{ElemId, Element, PortId};
+use longpipe_core::engine::driver::Driver;
+use longpipe_core::l2::{DirCounters, Direction};
 use longpipe_core::net::capture::SNAPLEN;
-use longpipe_core::net::link::{LinkCounters, LinkDirection};
-use longpipe_core::scenario::ValidScenario;
-use longpipe_core::sim::direction::{direction, Direction};
+use longpipe_core::scenario::{ScenarioError, ValidScenario};
+use longpipe_core::sim::direction::{direction, Built};
 use longpipe_core::stats::Since;
 use longpipe_core::time::SimTime;
 use longpipe_core::wire::PcapWriter;
@@ -43,89 +43,39 @@ use std::io;
 /// Most packets read from one port before the others get a turn.
 pub const BATCH: usize = 64;
 
-/// A link direction of the emulator (a handful per run: the common kind unboxed).
-#[allow(clippy::large_enum_variant)]
-pub enum Elem {
-    Link(LinkDirection<Pkt>),
-    Rlc(Box<RlcLink<Pkt>>),
-}
-
-impl Dispatch<Pkt> for Elem {
-    #[inline]
-    fn handle(&mut self, now: SimTime, port: PortId, unit: Pkt, out: &mut Vec<Emit<Pkt>>) {
-        match self {
-            Elem::Link(e) => e.handle(now, port, unit, out),
-            Elem::Rlc(e) => e.handle(now, port, unit, out),
-        }
-    }
-    #[inline]
-    fn poll_timeout(&self) -> Option<SimTime> {
-        match self {
-            Elem::Link(e) => e.poll_timeout(),
-            Elem::Rlc(e) => e.poll_timeout(),
-        }
-    }
-    #[inline]
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Pkt>>) {
-        match self {
-            Elem::Link(e) => e.handle_timeout(now, out),
-            Elem::Rlc(e) => e.handle_timeout(now, out),
-        }
-    }
-}
-
-/// A link direction's counters.
-#[derive(Debug, Clone)]
-pub enum DirMetrics {
-    Link(LinkCounters),
-    Rlc(RlcCounters),
-}
-
-impl Since for DirMetrics {
-    fn since(&self, base: &Self) -> Self {
-        match (self, base) {
-            (DirMetrics::Link(a), DirMetrics::Link(b)) => DirMetrics::Link(a.since(b)),
-            (DirMetrics::Rlc(a), DirMetrics::Rlc(b)) => DirMetrics::Rlc(a.since(b)),
-            _ => unreachable!("a direction keeps its kind"),
-        }
-    }
-}
-
-/// The scenario's link directions in a driver.
+/// The scenario's link directions in a driver: the core's [`Direction`] element, as
+/// the simulator adds it.
 pub struct Net {
-    pub d: Driver<Pkt, Elem>,
+    pub d: Driver<Pkt, Direction<Pkt>>,
     /// Element of direction `2 * link + k`.
     pub dirs: Vec<ElemId>,
 }
 
 impl Net {
     /// Builds every link direction as the simulator does, with the same loss streams
-    /// (seeded from `seed` and named by [`longpipe_core::sim::loss_stream`]).
-    pub fn new(sc: &ValidScenario, seed: u64) -> Net {
-        let mut d: Driver<Pkt, Elem> = Driver::new();
+    /// (seeded from `seed` and named by [`longpipe_core::sim::loss_stream`]). An ATM
+    /// direction (cells) is refused as [`linux::map`] refuses it.
+    pub fn new(sc: &ValidScenario, seed: u64) -> Result<Net, ScenarioError> {
+        let mut d = Driver::new();
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         for (li, l) in sc.links.iter().enumerate() {
             for k in 0..l.dirs.len() {
                 let e = match direction::<Pkt>(sc, li, k, seed) {
-                    Direction::Link(x) => Elem::Link(x),
-                    Direction::Rlc(x) => Elem::Rlc(x),
-                    Direction::Atm(..) => unreachable!("linux::map refuses ATM links before a run"),
+                    Built::Packets(e) => e,
+                    Built::Cells(..) => return Err(linux::cells_refused(li, k)),
                 };
                 dirs.push(d.add(e));
             }
         }
         d.start();
-        Net { d, dirs }
+        Ok(Net { d, dirs })
     }
 
     /// Every direction's counters at `now`.
-    pub fn metrics(&self, now: SimTime) -> Vec<DirMetrics> {
+    pub fn metrics(&self, now: SimTime) -> Vec<DirCounters> {
         self.dirs
             .iter()
-            .map(|&id| match self.d.elem(id) {
-                Elem::Link(l) => DirMetrics::Link(l.metrics(now)),
-                Elem::Rlc(r) => DirMetrics::Rlc(r.metrics(now)),
-            })
+            .map(|&id| self.d.elem(id).metrics(now))
             .collect()
     }
 }
@@ -395,7 +345,7 @@ pub struct Ferry {
     pub caps: Vec<Option<PcapWriter>>,
     pub stats: FerryStats,
     /// Counters at the start of the measured interval.
-    pub base: Option<Vec<DirMetrics>>,
+    pub base: Option<Vec<DirCounters>>,
     /// Wake early and poll until due times (None: sleep until them; a fake clock that
     /// only moves in [`Io::wait`] needs None).
     pub early: Option<EarlyWake>,
@@ -566,7 +516,7 @@ impl Ferry {
     }
 
     /// Counters of the measured interval: from the warmup baseline to `end`.
-    pub fn measured(&self, end: u64) -> Vec<DirMetrics> {
+    pub fn measured(&self, end: u64) -> Vec<DirCounters> {
         let now = self.net.metrics(SimTime(end));
         match &self.base {
             Some(b) => now.iter().zip(b).map(|(e, b)| e.since(b)).collect(),
@@ -689,7 +639,7 @@ mod tests {
             io.inbox[0].push_back((1_000_000, ipv4(1000, i)));
         }
         io.inbox[1].push_back((2_000_000, ipv4(100, 99)));
-        let mut f = Ferry::new(Net::new(&sc, 1), 1500);
+        let mut f = Ferry::new(Net::new(&sc, 1).unwrap(), 1500);
         let end = f.run(&mut io, &clock, 0, Some(50_000_000)).unwrap();
         assert_eq!(end, 50_000_000);
         let got: Vec<(u64, usize, u8)> = io.sent.iter().map(|(t, p, b)| (*t, *p, b[20])).collect();
@@ -704,7 +654,7 @@ mod tests {
             ]
         );
         let m = f.measured(end);
-        let DirMetrics::Link(fwd) = &m[0] else {
+        let DirCounters::Link(fwd) = &m[0] else {
             panic!()
         };
         assert_eq!((fwd.packets, fwd.bytes, fwd.drops_queue), (4, 4000, 2));
@@ -729,12 +679,14 @@ mod tests {
             for i in 0..200u64 {
                 io.inbox[0].push_back((i * 2_000_000, ipv4(100, i as u8)));
             }
-            let mut f = Ferry::new(Net::new(&sc, seed), 1500);
+            let mut f = Ferry::new(Net::new(&sc, seed).unwrap(), 1500);
             let end = f
                 .run(&mut io, &clock, 100_000_000, Some(500_000_000))
                 .unwrap();
             let m = f.measured(end);
-            let DirMetrics::Link(c) = &m[0] else { panic!() };
+            let DirCounters::Link(c) = &m[0] else {
+                panic!()
+            };
             let ids: Vec<u8> = io.sent.iter().map(|x| x.2[20]).collect();
             (ids, c.clone())
         };
@@ -775,13 +727,13 @@ mod tests {
         for i in 0..20u64 {
             io.inbox[0].push_back((i * 10_000_000, ipv4(200, i as u8))); // one per TTI
         }
-        let mut f = Ferry::new(Net::new(&sc, 3), 1500);
+        let mut f = Ferry::new(Net::new(&sc, 3).unwrap(), 1500);
         let end = f.run(&mut io, &clock, 0, Some(5_000_000_000)).unwrap();
         // RLC AM retransmits lost PDUs: every SDU arrives, whole and in order.
         let ids: Vec<u8> = io.sent.iter().map(|x| x.2[20]).collect();
         assert_eq!(ids, (0..20).collect::<Vec<u8>>());
         assert!(io.sent.iter().all(|x| x.2 == ipv4(200, x.2[20])));
-        let DirMetrics::Rlc(c) = &f.measured(end)[0] else {
+        let DirCounters::Rlc(c) = &f.measured(end)[0] else {
             panic!()
         };
         assert!(c.pdus_retransmitted > 0 && c.sdus_delivered == 20);
@@ -930,7 +882,7 @@ mod tests {
         }
         let back = arrive(9) + 11_000_000 - 8_000;
         io.inbox[1].push_back((back, ipv4(100, 99)));
-        let mut f = Ferry::new(Net::new(&sc, 1), 1500);
+        let mut f = Ferry::new(Net::new(&sc, 1).unwrap(), 1500);
         if spin {
             f.spin_before_due(EarlyWake::DEFAULT_MAX_NS);
         }

@@ -9,7 +9,7 @@
 
 use longpipe_core::l2::Layer2Config;
 use longpipe_core::net::packet::node_addr;
-use longpipe_core::scenario::{NodeKind, ScenarioError, ValidScenario};
+use longpipe_core::scenario::{NodeRole, ScenarioError, ValidScenario};
 use longpipe_core::tcp::config::TcpKind;
 use longpipe_core::time::SimDuration;
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,14 @@ fn err<T>(path: String, msg: impl Into<String>) -> Result<T, ScenarioError> {
     })
 }
 
+/// Why direction `k` of link `li`, an ATM link, cannot be emulated.
+pub fn cells_refused(li: usize, k: usize) -> ScenarioError {
+    ScenarioError::new(
+        format!("link[{li}].layer2{}", if k == 0 { "" } else { "_ba" }),
+        "an ATM link (cells) is simulated only: longpipe emu carries packets",
+    )
+}
+
 /// Maps the scenario onto Linux. `cc` overrides every flow's congestion control.
 pub fn map(
     sc: &ValidScenario,
@@ -106,26 +114,20 @@ pub fn map(
     available: &[String],
 ) -> Result<Mapping, ScenarioError> {
     for (i, n) in sc.nodes.iter().enumerate() {
-        if n.kind == NodeKind::TcpGateway {
-            return err(
-                format!("node[{i}].kind"),
-                "a tcp-gateway node is simulated only: longpipe emu runs hosts and routers",
-            );
-        }
-        if n.kind == NodeKind::AtmSwitch {
-            return err(
-                format!("node[{i}].kind"),
-                "an atm-switch node is simulated only: longpipe emu runs hosts and routers",
-            );
-        }
+        let simulated_only = match n.role {
+            NodeRole::Host | NodeRole::Router => continue,
+            NodeRole::Gateway(_) => "a tcp-gateway node",
+            NodeRole::AtmSwitch(_) => "an atm-switch node",
+        };
+        return err(
+            format!("node[{i}].kind"),
+            format!("{simulated_only} is simulated only: longpipe emu runs hosts and routers"),
+        );
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
             if matches!(d.layer2, Some(Layer2Config::Atm(_))) {
-                return err(
-                    format!("link[{i}].layer2{}", if k == 0 { "" } else { "_ba" }),
-                    "an ATM link (cells) is simulated only: longpipe emu carries packets",
-                );
+                return Err(cells_refused(i, k));
             }
         }
     }

@@ -582,7 +582,8 @@ fn ferry_inner() -> io::Result<()> {
     let sc = parse_json(&plan.scenario)
         .and_then(|s| s.validate())
         .map_err(|e| io::Error::other(e.to_string()))?;
-    let mut ferry = Ferry::new(Net::new(&sc, plan.seed), plan.mtu as usize);
+    let net = Net::new(&sc, plan.seed).map_err(|e| io::Error::other(e.to_string()))?;
+    let mut ferry = Ferry::new(net, plan.mtu as usize);
     ferry.spin_before_due(EarlyWake::DEFAULT_MAX_NS);
     for &(p, _) in &plan.pcaps {
         ferry.capture(p);

@@ -2,7 +2,7 @@
 //! ([`longpipe_core::results::SimResult`]: the same fields, so `longpipe compare` and the
 //! sweep machinery read both), plus an `emu` section with what only an emulation has.
 
-use crate::ferry::DirMetrics;
+use longpipe_core::l2::DirCounters;
 use longpipe_core::results::{
     fairness_jain, FlowResult, LinkResult, NodeResult, SimResult, SimStats,
 };
@@ -11,7 +11,7 @@ use longpipe_core::sim::reports_classes;
 
 /// Link results as the simulator computes them from each direction's counters over the
 /// measured interval of `measured_s` seconds.
-pub fn links(sc: &ValidScenario, dirs: &[DirMetrics], measured_s: f64) -> Vec<LinkResult> {
+pub fn links(sc: &ValidScenario, dirs: &[DirCounters], measured_s: f64) -> Vec<LinkResult> {
     let classes = reports_classes(sc);
     dirs.iter()
         .enumerate()
@@ -19,11 +19,7 @@ pub fn links(sc: &ValidScenario, dirs: &[DirMetrics], measured_s: f64) -> Vec<Li
             let l = &sc.links[i / 2];
             let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
             let (a, b) = (sc.nodes[from].name.clone(), sc.nodes[to].name.clone());
-            match m {
-                DirMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured_s),
-                DirMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
-            }
-            .with_classes(classes)
+            LinkResult::from_dir(a, b, i, m, measured_s).with_classes(classes)
         })
         .collect()
 }
@@ -33,7 +29,7 @@ pub fn result(
     sc: &ValidScenario,
     seed: u64,
     end_ns: u64,
-    dirs: &[DirMetrics],
+    dirs: &[DirCounters],
     flows: Vec<FlowResult>,
     events: u64,
 ) -> SimResult {
@@ -68,7 +64,7 @@ mod tests {
         let sim = longpipe_core::run_valid(&sc, &Default::default())
             .unwrap()
             .result;
-        let net = Net::new(&sc, 1);
+        let net = Net::new(&sc, 1).unwrap();
         let m = net.metrics(SimTime(2_000_000_000));
         let f = sim.flows.clone();
         let emu = result(&sc, 1, 2_000_000_000, &m, f, 0);

@@ -97,7 +97,7 @@ pub fn engine_pps(n: u64) -> f64 {
         out: 0,
         pkt,
     };
-    let mut f = Ferry::new(Net::new(&sc, 1), 1500);
+    let mut f = Ferry::new(Net::new(&sc, 1).unwrap(), 1500);
     let t0 = Instant::now();
     f.run(&mut io, &c, 0, Some(n * 12_000 + 10_000_000))
         .expect("fake devices");
@@ -189,7 +189,7 @@ impl Rig {
         let mut io = TunIo::new(tuns, None)?;
         io.on_signal = false;
         io.flag = Some(stop.clone());
-        let mut f = Ferry::new(Net::new(sc, 1), 1500);
+        let mut f = Ferry::new(Net::new(sc, 1).unwrap(), 1500);
         f.spin_before_due(EarlyWake::DEFAULT_MAX_NS);
         if capture {
             f.capture(0);
@@ -514,7 +514,7 @@ pub fn rate(bps: u64, secs: f64) -> io::Result<RateResult> {
     let span = (rx[rx.len() - 1].0 - rx[0].0) as f64 * 1e-9;
     let bytes = (rx.len() - 1) as f64 * 1500.0;
     let queue_drops = match &f.measured(0)[0] {
-        crate::ferry::DirMetrics::Link(c) => c.drops_queue,
+        longpipe_core::l2::DirCounters::Link(c) => c.drops_queue,
         _ => 0,
     };
     Ok(RateResult {
@@ -562,7 +562,7 @@ pub fn loss(p: f64, n: usize) -> io::Result<(f64, u64, usize)> {
     });
     let (f, _, _) = rig.finish();
     let drops = match &f.measured(0)[0] {
-        crate::ferry::DirMetrics::Link(c) => c.drops_loss,
+        longpipe_core::l2::DirCounters::Link(c) => c.drops_loss,
         _ => 0,
     };
     Ok((1.0 - rx.len() as f64 / n as f64, drops, n))

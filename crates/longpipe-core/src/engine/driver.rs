@@ -17,16 +17,8 @@
 //! - units the driver sees first (uid unset) are stamped in that order ([`Stamp`]).
 
 use super::EventQueue;
-use crate::element::{ElemId, Emit, PortId};
+use crate::element::{ElemId, Element, Emit, PortId};
 use crate::time::SimTime;
-
-/// The element interface a driver dispatches to (implemented by each driver's element
-/// enum, which forwards to [`crate::element::Element`]).
-pub trait Dispatch<U> {
-    fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>);
-    fn poll_timeout(&self) -> Option<SimTime>;
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>);
-}
 
 /// Units that carry a creation-order number.
 pub trait Stamp {
@@ -71,13 +63,13 @@ pub struct Driver<U, E> {
     exits: Vec<(SimTime, ElemId, PortId, U)>,
 }
 
-impl<U: Stamp, E: Dispatch<U>> Default for Driver<U, E> {
+impl<U: Stamp, E: Element<U>> Default for Driver<U, E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<U: Stamp, E: Dispatch<U>> Driver<U, E> {
+impl<U: Stamp, E: Element<U>> Driver<U, E> {
     pub fn new() -> Self {
         Driver {
             elems: Vec::new(),
@@ -309,7 +301,9 @@ mod tests {
         wakes: Vec<u64>,
         log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
     }
-    impl Dispatch<U> for T {
+    impl Element<U> for T {
+        type Metrics = ();
+        fn metrics(&self, _: SimTime) {}
         fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
             self.log.borrow_mut().push(format!(
                 "{}:handle@{}:p{port}:u{}#{}",
@@ -385,7 +379,9 @@ mod tests {
 
     /// Emits each unit it gets on port 0 after `unit.0` ns (a delay line per unit).
     struct D;
-    impl Dispatch<U> for D {
+    impl Element<U> for D {
+        type Metrics = ();
+        fn metrics(&self, _: SimTime) {}
         fn handle(&mut self, now: SimTime, _: PortId, u: U, out: &mut Vec<Emit<U>>) {
             out.push(Emit::At {
                 at: SimTime(now.0 + u.0),
@@ -424,7 +420,9 @@ mod tests {
     }
 
     struct W(Vec<u64>, std::rc::Rc<std::cell::Cell<u32>>);
-    impl Dispatch<U> for W {
+    impl Element<U> for W {
+        type Metrics = ();
+        fn metrics(&self, _: SimTime) {}
         fn handle(&mut self, now: SimTime, _: PortId, u: U, _: &mut Vec<Emit<U>>) {
             self.0.push(now.0 + u.0); // each unit asks for a wake-up
             self.0.sort();

@@ -3,10 +3,9 @@
 //! input port [`INLINE`] sits on a path: it records and passes the unit on to output
 //! port 0.
 
-use super::packet::Packet;
+use super::packet::{Packet, PacketUnit};
 use crate::element::{Element, Emit, PortId};
 use crate::time::SimTime;
-use crate::unit::Unit;
 use crate::wire::PcapWriter;
 
 pub const COPY: PortId = 0;
@@ -40,11 +39,11 @@ impl Capture {
     }
 }
 
-impl Element<Unit> for Capture {
+impl<U: PacketUnit> Element<U> for Capture {
     type Metrics = ();
 
-    fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        let Unit::Packet(p) = &unit else {
+    fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        let Some(p) = unit.packet() else {
             return; // captures are refused on ATM links
         };
         self.record(now, p);
@@ -57,7 +56,7 @@ impl Element<Unit> for Capture {
         None
     }
 
-    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<Unit>>) {}
+    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) {}
 }

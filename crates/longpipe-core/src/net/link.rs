@@ -266,7 +266,7 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F as Q;
+    use crate::net::queue::discipline::tests::F as Q;
     use crate::rng::RngStream;
     use crate::stats::Since;
     use crate::units::Limit;
@@ -362,7 +362,7 @@ mod tests {
             rate: Rate(8_000_000),
             delay: SimDuration::from_millis(10),
             queue: QueueConfig {
-                discipline: Discipline::Priority,
+                discipline: Discipline::Priority(crate::net::queue::priority::PrioritySpec {}),
                 admission: Admission {
                     limit: Limit::Packets(1),
                 },

@@ -5,39 +5,110 @@
 use crate::element::Frame;
 use crate::error::{check_prob, err, ScenarioError};
 use crate::rng::RngStream;
+use crate::tagged::{self, Kind, NoKeys};
+use schemars::gen::SchemaGenerator;
+use schemars::schema::Schema;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The scenario's `loss = { kind = ... }` of one link direction.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+/// The scenario's `loss = { kind = ... }` of one link direction: a table tagged by `kind`
+/// ([`crate::tagged`]), each kind's keys its own type.
+#[derive(Debug, Clone)]
 pub enum LossSpec {
-    /// No loss (to end a scheduled loss period).
-    None,
-    /// Each packet independently lost with probability p.
-    Bernoulli { p: f64 },
-    /// Independent bit errors: P(loss) = 1 - (1 - ber)^(8 * bytes).
-    Ber { ber: f64 },
-    /// Two-state Gilbert-Elliott chain, stepped once per packet: good->bad with
-    /// probability p_gb, bad->good with p_bg; loss probability loss_good / loss_bad.
-    Gilbert {
-        p_gb: f64,
-        p_bg: f64,
-        #[serde(default)]
-        loss_good: Option<f64>,
-        #[serde(default)]
-        loss_bad: Option<f64>,
-    },
-    /// Drop exactly the packets with these 0-based indices, counted over every packet
-    /// that leaves this link direction (SYN = 0, ...). For exact tests.
-    List { drop: Vec<u64> },
-    /// Drop the first TCP segment of each connection that starts at one of these
-    /// relative sequence numbers (the SYN is 0, the first data byte 1; as in the time
-    /// series), once each; like ns-3's `TcpSeqErrorModel`. Pure ACKs (no payload, SYN
-    /// or FIN) are never dropped. A connection is recognised by its SYN on this link
-    /// direction. For exact tests.
-    Seq { drop: Vec<u64> },
+    None(NoLoss),
+    Bernoulli(Bernoulli),
+    Ber(Ber),
+    Gilbert(Gilbert),
+    List(DropList),
+    Seq(SeqList),
+}
+
+/// No loss (to end a scheduled loss period).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoLoss {}
+
+/// Each packet independently lost with probability p.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bernoulli {
+    pub p: f64,
+}
+
+/// Independent bit errors: P(loss) = 1 - (1 - ber)^(8 * bytes).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ber {
+    pub ber: f64,
+}
+
+/// Two-state Gilbert-Elliott chain, stepped once per packet: good->bad with probability
+/// p_gb, bad->good with p_bg; loss probability loss_good / loss_bad.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Gilbert {
+    pub p_gb: f64,
+    pub p_bg: f64,
+    #[serde(default)]
+    pub loss_good: Option<f64>,
+    #[serde(default)]
+    pub loss_bad: Option<f64>,
+}
+
+/// Drop exactly the packets with these 0-based indices, counted over every packet that
+/// leaves this link direction (SYN = 0, ...). For exact tests.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DropList {
+    pub drop: Vec<u64>,
+}
+
+/// Drop the first TCP segment of each connection that starts at one of these relative
+/// sequence numbers (the SYN is 0, the first data byte 1; as in the time series), once
+/// each; like ns-3's `TcpSeqErrorModel`. Pure ACKs (no payload, SYN or FIN) are never
+/// dropped. A connection is recognised by its SYN on this link direction. For exact
+/// tests.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SeqList {
+    pub drop: Vec<u64>,
+}
+
+macro_rules! loss_kinds {
+    ($($v:ident = $name:literal => $t:ty),+ $(,)?) => {
+        $(impl From<$t> for LossSpec {
+            fn from(s: $t) -> Self {
+                LossSpec::$v(s)
+            }
+        })+
+        const KINDS: &[Kind<LossSpec>] = &[$(Kind::of::<$t>(&[$name])),+];
+    };
+}
+
+loss_kinds! {
+    None = "none" => NoLoss,
+    Bernoulli = "bernoulli" => Bernoulli,
+    Ber = "ber" => Ber,
+    Gilbert = "gilbert" => Gilbert,
+    List = "list" => DropList,
+    Seq = "seq" => SeqList,
+}
+
+impl<'de> Deserialize<'de> for LossSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged::read::<_, NoKeys, _>(d, KINDS, None, "loss model").map(|(_, s)| s)
+    }
+}
+
+impl JsonSchema for LossSpec {
+    fn schema_name() -> String {
+        "LossSpec".into()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        let doc = "The loss model of a link direction: its `kind` and that kind's keys.";
+        tagged::schema::<NoKeys, _>(gen, doc, KINDS, None)
+    }
 }
 
 /// A resolved loss model.
@@ -76,26 +147,26 @@ impl LossSpec {
             d
         };
         Ok(match spec {
-            None | Some(LossSpec::None) => LossModel::None,
-            Some(LossSpec::Bernoulli { p }) => LossModel::Bernoulli {
+            None | Some(LossSpec::None(_)) => LossModel::None,
+            Some(LossSpec::Bernoulli(Bernoulli { p })) => LossModel::Bernoulli {
                 p: check_prob(format!("{path}.p"), *p)?,
             },
-            Some(LossSpec::Ber { ber }) => LossModel::Ber {
+            Some(LossSpec::Ber(Ber { ber })) => LossModel::Ber {
                 ber: check_prob(format!("{path}.ber"), *ber)?,
             },
-            Some(LossSpec::Gilbert {
+            Some(LossSpec::Gilbert(Gilbert {
                 p_gb,
                 p_bg,
                 loss_good,
                 loss_bad,
-            }) => LossModel::Gilbert {
+            })) => LossModel::Gilbert {
                 p_gb: check_prob(format!("{path}.p_gb"), *p_gb)?,
                 p_bg: check_prob(format!("{path}.p_bg"), *p_bg)?,
                 loss_good: check_prob(format!("{path}.loss_good"), loss_good.unwrap_or(0.0))?,
                 loss_bad: check_prob(format!("{path}.loss_bad"), loss_bad.unwrap_or(1.0))?,
             },
-            Some(LossSpec::List { drop }) => LossModel::List { drop: sorted(drop) },
-            Some(LossSpec::Seq { drop }) => {
+            Some(LossSpec::List(DropList { drop })) => LossModel::List { drop: sorted(drop) },
+            Some(LossSpec::Seq(SeqList { drop })) => {
                 if drop.iter().any(|&s| s > u32::MAX as u64) {
                     return err(
                         format!("{path}.drop"),
@@ -292,9 +363,9 @@ mod tests {
     #[test]
     fn seq_drops_each_listed_number_once_per_connection() {
         use crate::wire::{ACK, SYN};
-        let spec = LossSpec::Seq {
+        let spec = LossSpec::Seq(SeqList {
             drop: vec![2001, 1, 2001],
-        };
+        });
         let m = LossSpec::resolve(Some(&spec), "l").unwrap();
         assert_eq!(
             m,

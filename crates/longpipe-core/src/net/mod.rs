@@ -2,16 +2,11 @@
 //! disciplines, loss models, schedules and traces (links that change over time),
 //! forwarding nodes, routing, capture points.
 pub mod capture;
-pub mod codel;
-pub mod fq_codel;
 pub mod link;
 pub mod loss;
 pub mod node;
 pub mod packet;
-pub mod peach_droptail;
-pub mod priority;
 pub mod queue;
-pub mod red;
 pub mod routing;
 pub mod schedule;
 pub mod trace;

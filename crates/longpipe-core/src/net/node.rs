@@ -5,11 +5,10 @@
 //! direction leaving the node; in: the one arriving); `deg..` are local endpoints, one
 //! port each (in and out).
 
-use super::packet::{addr_node, Packet};
+use super::packet::{addr_node, Packet, PacketUnit};
 use super::routing::Routes;
 use crate::element::{Element, Emit, PortId};
 use crate::time::SimTime;
-use crate::unit::Unit;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -82,24 +81,24 @@ impl Forwarder {
     }
 
     /// Emits `p` on its route (or counts it unroutable).
-    pub fn forward(&mut self, p: Packet, out: &mut Vec<Emit<Unit>>) {
+    pub fn forward<U: PacketUnit>(&mut self, p: Packet, out: &mut Vec<Emit<U>>) {
         match self.route(&p) {
             Some(port) => out.push(Emit::Now {
                 port,
-                unit: Unit::Packet(p),
+                unit: U::from_packet(p),
             }),
             None => self.unroutable += 1,
         }
     }
 }
 
-impl Element<Unit> for Forwarder {
+impl<U: PacketUnit> Element<U> for Forwarder {
     type Metrics = ();
 
-    fn handle(&mut self, _now: SimTime, _port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        match unit {
-            Unit::Packet(p) => self.forward(p, out),
-            Unit::Cell(_) => self.unroutable += 1, // cells end at ATM adapters
+    fn handle(&mut self, _now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        match unit.into_packet() {
+            Ok(p) => self.forward(p, out),
+            Err(_) => self.unroutable += 1, // cells end at ATM adapters
         }
     }
 
@@ -107,7 +106,7 @@ impl Element<Unit> for Forwarder {
         None
     }
 
-    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<Unit>>) {}
+    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) {}
 }

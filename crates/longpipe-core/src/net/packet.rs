@@ -207,6 +207,30 @@ impl Packet {
     }
 }
 
+/// A unit that may be one whole packet: what the elements that read packets take
+/// (forwarding nodes, capture points, ATM adapters), whatever else the unit may be (the
+/// simulator's [`crate::unit::Unit`] is a packet or an ATM cell).
+pub trait PacketUnit: Frame + Sized {
+    fn from_packet(p: Packet) -> Self;
+    fn packet(&self) -> Option<&Packet>;
+    fn into_packet(self) -> Result<Packet, Self>;
+}
+
+impl PacketUnit for Packet {
+    #[inline]
+    fn from_packet(p: Packet) -> Self {
+        p
+    }
+    #[inline]
+    fn packet(&self) -> Option<&Packet> {
+        Some(self)
+    }
+    #[inline]
+    fn into_packet(self) -> Result<Packet, Self> {
+        Ok(self)
+    }
+}
+
 impl Frame for Packet {
     fn wire_len(&self) -> u32 {
         self.size

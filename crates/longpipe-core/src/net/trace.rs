@@ -10,8 +10,8 @@
 //! than what is left of an opportunity continues in the next ones, and what an
 //! opportunity does not use is lost. Equivalence and limits: docs/notes/traces.md.
 
-use super::schedule::{loaded_text, Loaded};
 use crate::error::{err, ScenarioError};
+use crate::loaded::{loaded_text, Loaded};
 use crate::time::{Rate, SimTime};
 use crate::units::RateQ;
 use schemars::JsonSchema;

@@ -1,15 +1,14 @@
 //! The simulator's ATM part: building ATM lines and switches from a valid scenario, and
 //! their reports. Called from [`super::Sim`]; see [`crate::l2::atm`].
 
-use super::registry::ElemMetrics;
-use crate::element::ElemId;
+use super::registry::{DirElem, NodeElem, Snapshot};
 use crate::error::ScenarioError;
 use crate::l2::atm::config::AtmLineConfig;
 use crate::l2::atm::gcra::Gcra;
 use crate::l2::atm::line::{AtmLine, AtmLineCounters, Feed, Sink};
 use crate::l2::atm::report::{AtmLineReport, AtmReport, VcReport};
 use crate::l2::atm::switch::AtmSwitch;
-use crate::l2::atm::{aal5::Reassembler, discard::Discard, VcCounters, VcTable};
+use crate::l2::atm::{aal5::Reassembler, discard::Discard, PortLimits, VcCounters, VcTable};
 use crate::l2::Layer2Config;
 use crate::net::loss::LossState;
 use crate::net::routing::Routes;
@@ -49,21 +48,26 @@ pub fn line(
 ) -> AtmLine {
     let (from, to) = ends(sc, li, k);
     let d = &sc.links[li].dirs[k].link;
-    let feed = match sc.nodes[from].atm {
+    let feed = match sc.nodes[from].role.atm_switch() {
         Some(limits) => Feed::Port(Discard::new(limits)),
         None => AtmLine::adapter(cfg.llc, d.queue.admission),
     };
-    let sink = match sc.nodes[to].atm {
+    let sink = match sc.nodes[to].role.atm_switch() {
         Some(_) => Sink::Cells,
         None => Sink::Reassemble(Reassembler::default()),
     };
     AtmLine::new(d.rate, d.delay, feed, sink, loss, vcs.clone())
 }
 
-/// The `atm-switch` node `n`: UPC on its input lines that carry a contract, when its
-/// policy looks at CLP.
-pub fn switch(sc: &ValidScenario, n: usize, routes: &Arc<Routes>, n_vcs: usize) -> AtmSwitch {
-    let limits = sc.nodes[n].atm.expect("an atm-switch");
+/// The `atm-switch` node `n` of port `limits`: UPC on its input lines that carry a
+/// contract, when its policy looks at CLP.
+pub fn switch(
+    sc: &ValidScenario,
+    n: usize,
+    limits: PortLimits,
+    routes: &Arc<Routes>,
+    n_vcs: usize,
+) -> AtmSwitch {
     let upc = routes
         .ports(n)
         .iter()
@@ -83,18 +87,11 @@ pub fn switch(sc: &ValidScenario, n: usize, routes: &Arc<Routes>, n_vcs: usize) 
 }
 
 /// Captures record packets; an ATM link carries cells.
-pub fn check_capture(sc: &ValidScenario, li: usize, spec: &str) -> Result<(), ScenarioError> {
-    let atm = sc.links[li]
-        .dirs
-        .iter()
-        .any(|d| matches!(d.layer2, Some(Layer2Config::Atm(_))));
-    if atm {
-        return Err(ScenarioError::new(
-            "pcap",
-            format!("{spec:?} is an ATM link (cells); capture on a packet link"),
-        ));
-    }
-    Ok(())
+pub fn cells_not_captured(spec: &str) -> ScenarioError {
+    ScenarioError::new(
+        "pcap",
+        format!("{spec:?} is an ATM link (cells); capture on a packet link"),
+    )
 }
 
 /// The result row of ATM direction `i` of the links (link `i / 2`, direction `i % 2`),
@@ -103,56 +100,73 @@ pub fn check_capture(sc: &ValidScenario, li: usize, spec: &str) -> Result<(), Sc
 pub fn link_row(
     sc: &ValidScenario,
     routes: &Routes,
-    delta: &[ElemMetrics],
-    nodes: &[ElemId],
+    delta: &Snapshot,
+    nodes: &[NodeElem],
     (a, b, i): (String, String, usize),
     c: &AtmLineCounters,
     measured: f64,
 ) -> LinkResult {
     let (li, k) = (i / 2, i % 2);
     let (from, to) = ends(sc, li, k);
-    let tagged = match &delta[nodes[to] as usize] {
-        ElemMetrics::AtmSwitch(s) => {
+    let tagged = match nodes[to] {
+        NodeElem::AtmSwitch(h) => {
             let port = routes.in_port(to, (li as u32, k as u8));
-            Some(s.tagged_by_port.0.get(port as usize).copied().unwrap_or(0))
+            Some(
+                delta
+                    .get(h)
+                    .tagged_by_port
+                    .0
+                    .get(port as usize)
+                    .copied()
+                    .unwrap_or(0),
+            )
         }
-        _ => None,
+        NodeElem::Forwarder(_) | NodeElem::Gateway(_) => None,
     };
     let mut row = LinkResult::from_link(a, b, i, &c.link_counters(), measured);
     row.l2 = Some(L2Report::Atm(AtmLineReport::new(
         c,
-        sc.nodes[from].atm,
+        sc.nodes[from].role.atm_switch(),
         tagged,
     )));
     row
 }
 
 /// Every VC's counters summed over the lines and switches it crossed; None without ATM.
-pub fn report(sc: &ValidScenario, delta: &[ElemMetrics], n_vcs: usize) -> Option<AtmReport> {
+pub fn report(
+    sc: &ValidScenario,
+    delta: &Snapshot,
+    dirs: &[DirElem],
+    nodes: &[NodeElem],
+    n_vcs: usize,
+) -> Option<AtmReport> {
     let mut vcs = vec![VcCounters::default(); n_vcs];
     let mut any = false;
-    for m in delta {
-        match m {
-            ElemMetrics::Atm(c) => {
-                any = true;
-                for (v, x) in vcs.iter_mut().zip(&c.vcs.0) {
-                    v.cells_sent += x.cells_sent;
-                    v.cells_dropped += x.cells_dropped;
-                    v.cells_lost += x.cells_lost;
-                    v.cells_received += x.cells_received;
-                    v.pdus_sent += x.pdus_sent;
-                    v.pdus_discarded_whole += x.pdus_discarded_whole;
-                    v.pdus_delivered += x.pdus_delivered;
-                    v.pdus_lost += x.pdus_lost;
-                    v.loss_events += x.loss_events;
-                }
-            }
-            ElemMetrics::AtmSwitch(s) => {
-                for (v, t) in vcs.iter_mut().zip(&s.tagged_by_vc.0) {
-                    v.cells_tagged += t;
-                }
-            }
-            _ => {}
+    for dir in dirs {
+        let c = match *dir {
+            DirElem::Cells(h) => delta.get(h),
+            DirElem::Packets(_) => continue,
+        };
+        any = true;
+        for (v, x) in vcs.iter_mut().zip(&c.vcs.0) {
+            v.cells_sent += x.cells_sent;
+            v.cells_dropped += x.cells_dropped;
+            v.cells_lost += x.cells_lost;
+            v.cells_received += x.cells_received;
+            v.pdus_sent += x.pdus_sent;
+            v.pdus_discarded_whole += x.pdus_discarded_whole;
+            v.pdus_delivered += x.pdus_delivered;
+            v.pdus_lost += x.pdus_lost;
+            v.loss_events += x.loss_events;
+        }
+    }
+    for node in nodes {
+        let s = match *node {
+            NodeElem::AtmSwitch(h) => delta.get(h),
+            NodeElem::Forwarder(_) | NodeElem::Gateway(_) => continue,
+        };
+        for (v, t) in vcs.iter_mut().zip(&s.tagged_by_vc.0) {
+            v.cells_tagged += t;
         }
     }
     any.then(|| AtmReport {

@@ -1,11 +1,12 @@
-//! One link direction of a scenario as an element, built the same way by the simulator
-//! and by the live emulator (which carries raw IPv4 buffers instead of [`crate::unit::Unit`]):
-//! its loss and queue streams named after the link, its stages from the resolved spec.
+//! One link direction of a scenario, built the same way by the simulator and by the
+//! live emulator (which carries raw IPv4 buffers instead of [`crate::unit::Unit`]): its
+//! loss and queue streams named after the link, its stages from the resolved spec, as
+//! the element both drivers add ([`Direction`]).
 
 use crate::element::Frame;
 use crate::l2::atm::AtmLineConfig;
 use crate::l2::rlc::RlcLink;
-use crate::l2::Layer2Config;
+use crate::l2::{Direction, Layer2Config};
 use crate::net::link::LinkDirection;
 use crate::net::loss::LossState;
 use crate::rng::RngStream;
@@ -16,17 +17,9 @@ use crate::scenario::ValidScenario;
 /// suffix, so parallel links never share losses. The live emulator names its streams
 /// with it too, so that an emulated link loses what the simulated one would.
 pub fn loss_stream(sc: &ValidScenario, li: usize, from: usize, to: usize) -> String {
-    let l = &sc.links[li];
-    let same = sc.links[..li]
-        .iter()
-        .filter(|o| (o.a, o.b) == (l.a, l.b) || (o.a, o.b) == (l.b, l.a))
-        .count();
     let (a, b) = (&sc.nodes[from].name, &sc.nodes[to].name);
-    if same == 0 {
-        format!("link/{a}->{b}/loss")
-    } else {
-        format!("link/{a}->{b}#{}/loss", same + 1)
-    }
+    let base = sc.links[li].stream_name(&format!("link/{a}->{b}"));
+    format!("{base}/loss")
 }
 
 /// The name of a link direction's queue-discipline stream, beside its loss stream's.
@@ -35,13 +28,13 @@ pub fn queue_stream(loss_stream: &str) -> String {
     format!("{base}/queue")
 }
 
-/// A link direction as its element.
-pub enum Direction<'a, U> {
-    Link(LinkDirection<U>),
-    Rlc(Box<RlcLink<U>>),
-    /// An ATM direction: it carries cells, which only the simulator models; its loss
-    /// state is seeded like any other direction's.
-    Atm(&'a AtmLineConfig, LossState),
+/// What a link direction is built as.
+pub enum Built<'a, U> {
+    /// The element, over units `U`.
+    Packets(Direction<U>),
+    /// An ATM direction: it carries cells, which only the simulator models (its ATM
+    /// line, `sim/atm.rs`); its loss state is seeded like any other direction's.
+    Cells(&'a AtmLineConfig, LossState),
 }
 
 /// Direction `k` (0: a→b, 1: b→a) of link `li`, seeded from `seed`.
@@ -50,13 +43,13 @@ pub fn direction<U: Frame + Clone + Send + 'static>(
     li: usize,
     k: usize,
     seed: u64,
-) -> Direction<'_, U> {
+) -> Built<'_, U> {
     let l = &sc.links[li];
     let info = &l.dirs[k];
     let (from, to) = if k == 0 { (l.a, l.b) } else { (l.b, l.a) };
     let stream = loss_stream(sc, li, from, to);
     let loss = LossState::new(info.link.loss.clone(), RngStream::new(seed, &stream));
-    match &info.layer2 {
+    Built::Packets(match &info.layer2 {
         None => Direction::Link(LinkDirection::build(
             &info.link,
             loss,
@@ -71,6 +64,6 @@ pub fn direction<U: Frame + Clone + Send + 'static>(
             info.link.queue.admission,
             loss,
         ))),
-        Some(Layer2Config::Atm(cfg)) => Direction::Atm(cfg, loss),
-    }
+        Some(Layer2Config::Atm(cfg)) => return Built::Cells(cfg, loss),
+    })
 }

@@ -185,9 +185,10 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 let l = &sc.links[i / 2];
                 let to = if i.is_multiple_of(2) { l.b } else { l.a };
                 match &dir(i).layer2 {
-                    Some(Layer2Config::Atm(c)) if sc.nodes[to].atm.is_some() => {
+                    Some(Layer2Config::Atm(c)) if sc.nodes[to].role.atm_switch().is_some() => {
                         cells_for(len, c.llc) as f64
                     }
+                    // cells into a host are reassembled by its adapter: no events
                     _ => 0.0,
                 }
             };
@@ -205,7 +206,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             for &i in &fwd {
                 let l = &sc.links[i / 2];
                 let to = if i.is_multiple_of(2) { l.b } else { l.a };
-                if let Some(g) = &sc.nodes[to].gateway {
+                if let crate::scenario::NodeRole::Gateway(g) = &sc.nodes[to].role {
                     timeouts += active / g.cfg.min_rto.as_secs_f64().max(1e-9);
                 }
             }
@@ -283,10 +284,13 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
             if let Some(s) = &d.link.sched {
                 events += s.changes(sc.duration);
             }
-            if let Some(Layer2Config::RlcAm(c)) = &d.layer2 {
-                if load[2 * i + k] > 0.0 {
+            // a link layer's own wake-ups while it carries traffic
+            let busy = load[2 * i + k] > 0.0;
+            match &d.layer2 {
+                Some(Layer2Config::RlcAm(c)) if busy => {
                     events += 2.0 * duration / c.tti.as_secs_f64();
                 }
+                None | Some(Layer2Config::RlcAm(_) | Layer2Config::Atm(_)) => {}
             }
         }
     }

@@ -3,14 +3,16 @@
 //! end, and turns the elements' counters into the result — the figures of the measured
 //! interval [warmup, end], as the difference of two snapshots.
 //!
-//! Adding an element kind: its module, one line in [`registry`], its construction here.
+//! Adding an element kind: its module, one line in [`registry`] (and an arm in
+//! [`registry::DirElem`] or [`registry::NodeElem`] if it is a link direction or a
+//! node), its construction here.
 
 mod atm;
 pub mod direction;
 pub mod estimate;
 pub mod registry;
 
-use crate::element::{ElemId, PortId};
+use crate::element::PortId;
 use crate::engine::driver::Driver;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway, Uplink};
@@ -18,11 +20,10 @@ use crate::net::capture::{Capture, COPY, INLINE};
 use crate::net::link::{OUT, TAP};
 use crate::net::node::Forwarder;
 use crate::net::packet::node_addr;
-use crate::net::queue::QueueKind;
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
 use crate::rng::{stable_hash, RngStream};
-use crate::scenario::{ScenarioError, ValidScenario};
+use crate::scenario::{NodeRole, ScenarioError, ValidScenario};
 use crate::stats::Since;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side, TcpElement, TcpMetrics};
 use crate::tcp::receiver::Receiver;
@@ -30,8 +31,9 @@ use crate::tcp::sender::Sender;
 use crate::tcp::FlowTrace;
 use crate::time::SimTime;
 use crate::unit::Unit;
-pub use direction::{loss_stream, queue_stream, Direction};
-use registry::{Elem, ElemMetrics};
+use direction::Built;
+pub use direction::{loss_stream, queue_stream};
+use registry::{DirElem, Elem, Elements, Handle, NodeElem, Snapshot};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -139,7 +141,7 @@ pub fn reports_classes(sc: &ValidScenario) -> bool {
     sc.links
         .iter()
         .flat_map(|l| &l.dirs)
-        .any(|d| d.link.queue.kind() != QueueKind::Droptail)
+        .any(|d| !d.link.queue.is_droptail())
         || sc.flows.iter().any(|f| f.tcp.uses_classes())
 }
 
@@ -148,12 +150,12 @@ pub struct Sim<'a> {
     seed: u64,
     d: Driver<Unit, Elem>,
     /// Element of each link direction (2 × link + direction).
-    dirs: Vec<ElemId>,
+    dirs: Vec<DirElem>,
     /// Element of each node.
-    nodes: Vec<ElemId>,
+    nodes: Vec<NodeElem>,
     /// Elements of each flow: (sender, receiver).
-    flows: Vec<(ElemId, ElemId)>,
-    caps: Vec<ElemId>,
+    flows: Vec<(Handle<TcpElement>, Handle<TcpElement>)>,
+    caps: Vec<Handle<Capture>>,
     routes: Arc<Routes>,
     n_vcs: usize,
 }
@@ -220,8 +222,8 @@ impl<'a> Sim<'a> {
                 None,
             );
             tcp_elems.push((tx.addrs, rx.addrs));
-            let s = d.add(Elem::Tcp(TcpElement::new(tx)));
-            let r = d.add(Elem::Tcp(TcpElement::new(rx)));
+            let s = d.add_typed(TcpElement::new(tx));
+            let r = d.add_typed(TcpElement::new(rx));
             flows.push((s, r));
         }
 
@@ -231,12 +233,12 @@ impl<'a> Sim<'a> {
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         for (li, l) in sc.links.iter().enumerate() {
             for k in 0..l.dirs.len() {
-                let e = match direction::direction(sc, li, k, seed) {
-                    Direction::Link(x) => Elem::Link(x),
-                    Direction::Rlc(x) => Elem::Rlc(x),
-                    Direction::Atm(cfg, loss) => Elem::Atm(atm::line(sc, li, k, cfg, loss, &vcs)),
-                };
-                dirs.push(d.add(e));
+                dirs.push(match direction::direction(sc, li, k, seed) {
+                    Built::Packets(x) => DirElem::Packets(d.add_typed(x)),
+                    Built::Cells(cfg, loss) => {
+                        DirElem::Cells(d.add_typed(atm::line(sc, li, k, cfg, loss, &vcs)))
+                    }
+                });
             }
         }
 
@@ -250,16 +252,17 @@ impl<'a> Sim<'a> {
             let (ta, ra) = tcp_elems[f.id];
             let ps = fwds[f.src].add_local((ta.local_port, ta.remote, ta.remote_port));
             let pr = fwds[f.dst].add_local((ra.local_port, ra.remote, ra.remote_port));
-            local_wires.push((f.src, ps, s));
-            local_wires.push((f.dst, pr, r));
+            local_wires.push((f.src, ps, s.id));
+            local_wires.push((f.dst, pr, r.id));
         }
         for (n, fwd) in fwds.into_iter().enumerate() {
-            let e = match &sc.nodes[n].gateway {
-                None if sc.nodes[n].atm.is_some() => {
-                    Elem::AtmSwitch(atm::switch(sc, n, &routes, vcs.len()))
+            nodes.push(match &sc.nodes[n].role {
+                NodeRole::Host | NodeRole::Router => NodeElem::Forwarder(d.add_typed(fwd)),
+                NodeRole::AtmSwitch(limits) => {
+                    let sw = atm::switch(sc, n, *limits, &routes, vcs.len());
+                    NodeElem::AtmSwitch(d.add_typed(sw))
                 }
-                None => Elem::Node(fwd),
-                Some(g) => {
+                NodeRole::Gateway(g) => {
                     let up = &sc.links[g.uplink];
                     let k = if up.a == n { 0 } else { 1 };
                     let rtt = up.dirs[0].link.delay + up.dirs[1].link.delay;
@@ -271,23 +274,22 @@ impl<'a> Sim<'a> {
                     };
                     let gw = Gateway::new(g.cfg.clone(), uplink);
                     let port = routes.in_port(n, (g.uplink as u32, 1 - k as u8));
-                    Elem::Gateway(Box::new(GatewayNode::new(fwd, port, gw)))
+                    NodeElem::Gateway(d.add_typed(Box::new(GatewayNode::new(fwd, port, gw))))
                 }
-            };
-            nodes.push(d.add(e));
+            });
         }
         for n in 0..sc.nodes.len() {
             for (k, &(_, (li, dir))) in routes.ports(n).iter().enumerate() {
-                let di = dirs[2 * li as usize + dir as usize];
-                d.wire(nodes[n], k as PortId, di, 0);
+                let di = dirs[2 * li as usize + dir as usize].id();
+                d.wire(nodes[n].id(), k as PortId, di, 0);
                 let l = &sc.links[li as usize];
                 let to = if dir == 0 { l.b } else { l.a };
-                d.wire(di, OUT, nodes[to], routes.in_port(to, (li, dir)));
+                d.wire(di, OUT, nodes[to].id(), routes.in_port(to, (li, dir)));
             }
         }
         for (n, port, ep) in local_wires {
-            d.wire(nodes[n], port, ep, 0);
-            d.wire(ep, 0, nodes[n], port);
+            d.wire(nodes[n].id(), port, ep, 0);
+            d.wire(ep, 0, nodes[n].id(), port);
         }
 
         // Capture points: a copy of what A sends as its transmission starts, and what
@@ -295,19 +297,19 @@ impl<'a> Sim<'a> {
         let mut caps = Vec::new();
         for spec in &opts.pcap {
             let (li, at_a) = parse_capture(sc, spec)?;
-            atm::check_capture(sc, li, spec)?;
             let (out_k, in_k) = if at_a { (0, 1) } else { (1, 0) };
-            let (out_dir, in_dir) = (dirs[2 * li + out_k], dirs[2 * li + in_k]);
-            let c = d.add(Elem::Capture(Capture::new(spec.clone())));
-            match d.elem_mut(out_dir) {
-                Elem::Link(l) => l.enable_tap(),
-                Elem::Rlc(r) => r.enable_tap(),
-                _ => unreachable!("a link direction"),
-            }
-            d.wire(out_dir, TAP, c, COPY);
+            let (out_dir, in_dir) = match (dirs[2 * li + out_k], dirs[2 * li + in_k]) {
+                (DirElem::Packets(o), DirElem::Packets(i)) => (o, i.id),
+                (DirElem::Cells(_), _) | (_, DirElem::Cells(_)) => {
+                    return Err(atm::cells_not_captured(spec))
+                }
+            };
+            d.get_mut(out_dir).enable_tap();
+            let c = d.add_typed(Capture::new(spec.clone()));
+            d.wire(out_dir.id, TAP, c.id, COPY);
             let (node, node_port) = d.wired(in_dir, OUT).expect("link directions are wired");
-            d.wire(in_dir, OUT, c, INLINE);
-            d.wire(c, 0, node, node_port);
+            d.wire(in_dir, OUT, c.id, INLINE);
+            d.wire(c.id, 0, node, node_port);
             caps.push(c);
         }
         d.start();
@@ -352,16 +354,10 @@ impl<'a> Sim<'a> {
     /// samples, or every traced flow (even with none) when `min_rows` is 0.
     fn flush_traces(&mut self, sink: &TraceSink, min_rows: usize) {
         for (i, &(s, _)) in self.flows.iter().enumerate() {
-            if let Elem::Tcp(t) = self.d.elem_mut(s) {
-                if let Some(chunk) = t.ep.drain_trace(min_rows) {
-                    (sink.write)(i, chunk);
-                }
+            if let Some(chunk) = self.d.get_mut(s).ep.drain_trace(min_rows) {
+                (sink.write)(i, chunk);
             }
         }
-    }
-
-    fn snapshot(&self, now: SimTime) -> Vec<ElemMetrics> {
-        self.d.elems().iter().map(|e| e.metrics(now)).collect()
     }
 
     pub fn run(mut self, opts: &RunOptions) -> RunOutput {
@@ -372,16 +368,11 @@ impl<'a> Sim<'a> {
         if warmup > SimTime::ZERO {
             done = self.run_to(SimTime(warmup.0 - 1), opts);
         }
-        let base = self.snapshot(warmup);
+        let base = Snapshot::of(&self.d, warmup);
         if done {
             done = self.run_to(SimTime(end.0 - 1), opts);
         }
-        let delta: Vec<ElemMetrics> = self
-            .snapshot(end)
-            .iter()
-            .zip(&base)
-            .map(|(e, b)| e.since(b))
-            .collect();
+        let delta = Snapshot::of(&self.d, end).since(&base);
         if let (true, Some(sink)) = (done, &opts.trace_sink) {
             self.flush_traces(sink, 0);
         }
@@ -393,18 +384,16 @@ impl<'a> Sim<'a> {
         out
     }
 
-    fn finish(mut self, delta: &[ElemMetrics]) -> RunOutput {
+    fn finish(mut self, delta: &Snapshot) -> RunOutput {
         let sc = self.sc;
         let end = sc.duration;
         let measured = (end - sc.warmup).as_secs_f64();
         let mut flows = Vec::with_capacity(sc.flows.len());
         for (info, &(s, r)) in sc.flows.iter().zip(&self.flows) {
-            let (
-                ElemMetrics::Tcp(TcpMetrics::Sender(tx)),
-                ElemMetrics::Tcp(TcpMetrics::Receiver(rx)),
-            ) = (&delta[s as usize], &delta[r as usize])
+            // (the endpoint element is one type for both sides, its metrics say which)
+            let (TcpMetrics::Sender(tx), TcpMetrics::Receiver(rx)) = (delta.get(s), delta.get(r))
             else {
-                unreachable!("flow elements")
+                unreachable!("a flow's sender and receiver")
             };
             let start = info.start;
             let t0 = start.max(sc.warmup);
@@ -433,17 +422,21 @@ impl<'a> Sim<'a> {
         }
         let report_classes = reports_classes(sc);
         let mut links = Vec::with_capacity(self.dirs.len());
-        for (i, &id) in self.dirs.iter().enumerate() {
+        for (i, dir) in self.dirs.iter().enumerate() {
             let l = &sc.links[i / 2];
             let (from, to) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
             let (a, b) = (sc.nodes[from].name.clone(), sc.nodes[to].name.clone());
-            let r = match &delta[id as usize] {
-                ElemMetrics::Link(c) => LinkResult::from_link(a, b, i, c, measured),
-                ElemMetrics::Rlc(c) => LinkResult::from_rlc(a, b, i, c),
-                ElemMetrics::Atm(c) => {
-                    atm::link_row(sc, &self.routes, delta, &self.nodes, (a, b, i), c, measured)
-                }
-                _ => unreachable!("a link direction"),
+            let r = match *dir {
+                DirElem::Packets(h) => LinkResult::from_dir(a, b, i, delta.get(h), measured),
+                DirElem::Cells(h) => atm::link_row(
+                    sc,
+                    &self.routes,
+                    delta,
+                    &self.nodes,
+                    (a, b, i),
+                    delta.get(h),
+                    measured,
+                ),
             };
             links.push(r.with_classes(report_classes));
         }
@@ -453,14 +446,17 @@ impl<'a> Sim<'a> {
             .nodes
             .iter()
             .enumerate()
-            .filter_map(|(n, &id)| match &delta[id as usize] {
-                ElemMetrics::Gateway(c) => Some(GatewayResult {
-                    node: sc.nodes[n].name.clone(),
-                    counters: c.clone(),
-                    satellite_efficiency: (c.sat_bytes_sent > 0)
-                        .then(|| c.sat_bytes_delivered as f64 / c.sat_bytes_sent as f64),
-                }),
-                _ => None,
+            .filter_map(|(n, node)| match *node {
+                NodeElem::Gateway(h) => {
+                    let c = delta.get(h);
+                    Some(GatewayResult {
+                        node: sc.nodes[n].name.clone(),
+                        counters: c.clone(),
+                        satellite_efficiency: (c.sat_bytes_sent > 0)
+                            .then(|| c.sat_bytes_delivered as f64 / c.sat_bytes_sent as f64),
+                    })
+                }
+                NodeElem::Forwarder(_) | NodeElem::AtmSwitch(_) => None,
             })
             .collect();
         let nodes = NodeResult::all(sc);
@@ -474,25 +470,23 @@ impl<'a> Sim<'a> {
             fairness_jain,
             gateways,
             nodes,
-            atm: atm::report(sc, delta, self.n_vcs),
+            atm: atm::report(sc, delta, &self.dirs, &self.nodes, self.n_vcs),
             sim: SimStats {
                 events: self.d.events(),
             },
         };
         let mut traces = Vec::new();
         for (i, &(s, _)) in self.flows.iter().enumerate() {
-            if let Elem::Tcp(t) = self.d.elem_mut(s) {
-                if let Some(tr) = t.ep.take_trace() {
-                    traces.push((i, tr));
-                }
+            if let Some(tr) = self.d.get_mut(s).ep.take_trace() {
+                traces.push((i, tr));
             }
         }
         let pcaps = self
             .caps
             .iter()
-            .map(|&c| match self.d.elem(c) {
-                Elem::Capture(c) => (c.spec.clone(), c.bytes().to_vec()),
-                _ => unreachable!("a capture"),
+            .map(|&c| {
+                let c = self.d.get(c);
+                (c.spec.clone(), c.bytes().to_vec())
             })
             .collect();
         RunOutput {

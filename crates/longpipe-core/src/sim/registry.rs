@@ -1,21 +1,32 @@
 //! Every element kind the simulator runs: one line each in [`elements!`]. The macro
-//! makes the element enum (static dispatch of the element protocol) and the enum of
-//! their metrics (with [`Since`]).
+//! makes the element enum (static dispatch of the element protocol), the enum of their
+//! metrics (with [`Since`]), and [`Member`]: how each kind goes into the enum and comes
+//! back out through a typed [`Handle`]. The simulator keeps handles, typed by what they
+//! hold ([`DirElem`], [`NodeElem`]), and matches those exhaustively: a new kind is a
+//! compile error where it must be handled.
 
-use crate::element::{Element, Emit, PortId};
-use crate::engine::driver::{Dispatch, Stamp};
+use crate::element::{ElemId, Element, Emit, PortId};
+use crate::engine::driver::{Driver, Stamp};
 use crate::l2::atm::line::AtmLine;
 use crate::l2::atm::switch::AtmSwitch;
-use crate::l2::rlc::RlcLink;
+use crate::l2::Direction;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::net::capture::Capture;
-use crate::net::link::LinkDirection;
 use crate::net::node::Forwarder;
 use crate::net::packet::UNSTAMPED;
 use crate::stats::Since;
 use crate::tcp::endpoint::TcpElement;
 use crate::time::SimTime;
 use crate::unit::Unit;
+use std::marker::PhantomData;
+
+/// An element kind of [`Elem`]: how it goes in and comes back out.
+pub trait Member: Element<Unit> + Sized {
+    fn into_elem(self) -> Elem;
+    fn of(e: &Elem) -> Option<&Self>;
+    fn of_mut(e: &mut Elem) -> Option<&mut Self>;
+    fn metrics_of(m: &ElemMetrics) -> Option<&Self::Metrics>;
+}
 
 macro_rules! elements {
     ($($name:ident($t:ty)),* $(,)?) => {
@@ -30,24 +41,22 @@ macro_rules! elements {
         #[derive(Debug, Clone)]
         pub enum ElemMetrics { $($name(<$t as Element<Unit>>::Metrics)),* }
 
-        impl Dispatch<Unit> for Elem {
+        impl Element<Unit> for Elem {
+            type Metrics = ElemMetrics;
             #[inline]
             fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-                match self { $(Elem::$name(e) => e.handle(now, port, unit, out)),* }
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::handle(e, now, port, unit, out)),* }
             }
             #[inline]
             fn poll_timeout(&self) -> Option<SimTime> {
-                match self { $(Elem::$name(e) => e.poll_timeout()),* }
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::poll_timeout(e)),* }
             }
             #[inline]
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
-                match self { $(Elem::$name(e) => e.handle_timeout(now, out)),* }
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::handle_timeout(e, now, out)),* }
             }
-        }
-
-        impl Elem {
-            pub fn metrics(&self, now: SimTime) -> ElemMetrics {
-                match self { $(Elem::$name(e) => ElemMetrics::$name(e.metrics(now))),* }
+            fn metrics(&self, now: SimTime) -> ElemMetrics {
+                match self { $(Elem::$name(e) => ElemMetrics::$name(<$t as Element<Unit>>::metrics(e, now))),* }
             }
         }
 
@@ -60,18 +69,148 @@ macro_rules! elements {
                 }
             }
         }
+
+        $(impl Member for $t {
+            fn into_elem(self) -> Elem {
+                Elem::$name(self)
+            }
+            fn of(e: &Elem) -> Option<&Self> {
+                match e {
+                    Elem::$name(x) => Some(x),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+            fn of_mut(e: &mut Elem) -> Option<&mut Self> {
+                match e {
+                    Elem::$name(x) => Some(x),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+            fn metrics_of(m: &ElemMetrics) -> Option<&Self::Metrics> {
+                match m {
+                    ElemMetrics::$name(x) => Some(x),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        })*
     };
 }
 
 elements! {
-    Link(LinkDirection<Unit>),
-    Rlc(Box<RlcLink<Unit>>),
+    Dir(Direction<Unit>),
     Node(Forwarder),
     Gateway(Box<GatewayNode>),
     Tcp(TcpElement),
     Capture(Capture),
     Atm(AtmLine),
     AtmSwitch(AtmSwitch),
+}
+
+/// An element of kind `T` in the simulator's driver. Made only by [`Elements::add`],
+/// with an element of that kind, and elements never change kind: so a handle always
+/// finds its kind.
+pub struct Handle<T> {
+    pub id: ElemId,
+    kind: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Handle<T> {}
+
+const KEEPS_KIND: &str = "a handle's element keeps its kind";
+
+/// Typed access to the simulator's driver.
+pub trait Elements {
+    /// Adds `e`; its handle.
+    fn add_typed<T: Member>(&mut self, e: T) -> Handle<T>;
+    fn get<T: Member>(&self, h: Handle<T>) -> &T;
+    fn get_mut<T: Member>(&mut self, h: Handle<T>) -> &mut T;
+}
+
+impl Elements for Driver<Unit, Elem> {
+    fn add_typed<T: Member>(&mut self, e: T) -> Handle<T> {
+        Handle {
+            id: self.add(e.into_elem()),
+            kind: PhantomData,
+        }
+    }
+    fn get<T: Member>(&self, h: Handle<T>) -> &T {
+        T::of(self.elem(h.id)).expect(KEEPS_KIND)
+    }
+    fn get_mut<T: Member>(&mut self, h: Handle<T>) -> &mut T {
+        T::of_mut(self.elem_mut(h.id)).expect(KEEPS_KIND)
+    }
+}
+
+/// Every element's metrics at one time (or their difference between two times).
+pub struct Snapshot(Vec<ElemMetrics>);
+
+impl Snapshot {
+    /// Every element of `d`'s metrics at `now`.
+    pub fn of(d: &Driver<Unit, Elem>, now: SimTime) -> Snapshot {
+        Snapshot(d.elems().iter().map(|e| e.metrics(now)).collect())
+    }
+
+    /// The metrics of `h`'s element.
+    pub fn get<T: Member>(&self, h: Handle<T>) -> &T::Metrics {
+        T::metrics_of(&self.0[h.id as usize]).expect(KEEPS_KIND)
+    }
+}
+
+impl Since for Snapshot {
+    fn since(&self, base: &Self) -> Self {
+        Snapshot(
+            self.0
+                .iter()
+                .zip(&base.0)
+                .map(|(e, b)| e.since(b))
+                .collect(),
+        )
+    }
+}
+
+/// A link direction's element: packets (plain, or a link layer generic over the unit)
+/// or ATM cells.
+#[derive(Clone, Copy)]
+pub enum DirElem {
+    Packets(Handle<Direction<Unit>>),
+    Cells(Handle<AtmLine>),
+}
+
+impl DirElem {
+    pub fn id(&self) -> ElemId {
+        match self {
+            DirElem::Packets(h) => h.id,
+            DirElem::Cells(h) => h.id,
+        }
+    }
+}
+
+/// A node's element, by its role.
+#[derive(Clone, Copy)]
+pub enum NodeElem {
+    /// A host or a router.
+    Forwarder(Handle<Forwarder>),
+    Gateway(Handle<Box<GatewayNode>>),
+    AtmSwitch(Handle<AtmSwitch>),
+}
+
+impl NodeElem {
+    pub fn id(&self) -> ElemId {
+        match self {
+            NodeElem::Forwarder(h) => h.id,
+            NodeElem::Gateway(h) => h.id,
+            NodeElem::AtmSwitch(h) => h.id,
+        }
+    }
 }
 
 impl Stamp for Unit {

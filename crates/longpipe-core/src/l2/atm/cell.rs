@@ -8,7 +8,7 @@
 //! glued together), and the sender's loss-response epoch (see [`super::aal5`]).
 
 use crate::element::{Class, Frame};
-use crate::net::packet::Packet;
+use crate::net::packet::{Packet, PacketUnit};
 
 /// Octets of a cell on the wire.
 pub const CELL_BYTES: u32 = 53;
@@ -40,6 +40,12 @@ pub struct Cell {
     pub epoch_start: u32,
     /// The packet, on the last cell only.
     pub sdu: Option<Box<Packet>>,
+}
+
+/// A unit that may be a packet or an ATM cell: what ATM lines and switches take.
+pub trait CellUnit: PacketUnit {
+    fn from_cell(c: Cell) -> Self;
+    fn into_cell(self) -> Result<Cell, Self>;
 }
 
 impl Frame for Cell {

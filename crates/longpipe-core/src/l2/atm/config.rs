@@ -11,6 +11,7 @@
 
 use super::discard::{Policy, PortLimits};
 use crate::error::{err, ScenarioError};
+use crate::tagged::Resolve;
 use crate::time::Rate;
 use crate::units::RateQ;
 use schemars::gen::SchemaGenerator;
@@ -245,7 +246,8 @@ pub struct UpcSpec {
     pub pcr: Option<Checked<RateQ>>,
 }
 
-/// The scenario's `layer2 = { kind = "atm", ... }` of one link direction.
+/// ATM with AAL5 on one link direction (`layer2 = { kind = "atm", ... }`): cells at the
+/// link rate; see docs/notes/atm.md.
 #[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct AtmLineSpec {
@@ -275,8 +277,9 @@ pub struct AtmLineConfig {
     pub upc: Option<UpcConfig>,
 }
 
-impl AtmLineSpec {
-    pub fn resolve(&self, path: &str) -> Result<AtmLineConfig, ScenarioError> {
+impl Resolve for AtmLineSpec {
+    type Config = AtmLineConfig;
+    fn resolve(&self, path: &str) -> Result<AtmLineConfig, ScenarioError> {
         let upc = match &self.upc {
             None => None,
             Some(u) => {

@@ -20,7 +20,7 @@
 //! them when scheduled; busy time is counted up to the present.
 
 use super::aal5::{Reassembler, Segmenter};
-use super::cell::{Cell, CELL_BITS, CELL_BYTES};
+use super::cell::{Cell, CellUnit, CELL_BITS, CELL_BYTES};
 use super::discard::{Discard, Drop};
 use super::{PerIndex, VcCounters, VcTable};
 use crate::element::{Element, Emit, PortId};
@@ -30,7 +30,6 @@ use crate::net::packet::Packet;
 use crate::net::queue::Admission;
 use crate::stats::Peak;
 use crate::time::{Rate, SimDuration, SimTime};
-use crate::unit::Unit;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -203,7 +202,7 @@ impl AtmLine {
     }
 
     /// Puts an admitted cell on the line.
-    fn transmit(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<Unit>>) {
+    fn transmit<U: CellUnit>(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<U>>) {
         let end = self.schedule(now);
         self.c.cells_out += 1;
         if self.loss.lose(&cell) {
@@ -216,21 +215,21 @@ impl AtmLine {
             Sink::Cells => out.push(Emit::At {
                 at,
                 port: OUT,
-                unit: Unit::Cell(cell),
+                unit: U::from_cell(cell),
             }),
             Sink::Reassemble(r) => {
                 if let Some(p) = r.push(cell) {
                     out.push(Emit::At {
                         at,
                         port: OUT,
-                        unit: Unit::Packet(*p),
+                        unit: U::from_packet(*p),
                     });
                 }
             }
         }
     }
 
-    fn on_packet(&mut self, now: SimTime, p: Packet, out: &mut Vec<Emit<Unit>>) {
+    fn on_packet<U: CellUnit>(&mut self, now: SimTime, p: Packet, out: &mut Vec<Emit<U>>) {
         let Feed::Adapter {
             seg,
             llc,
@@ -286,7 +285,7 @@ impl AtmLine {
         }
     }
 
-    fn on_cell(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<Unit>>) {
+    fn on_cell<U: CellUnit>(&mut self, now: SimTime, cell: Cell, out: &mut Vec<Emit<U>>) {
         let w = self.waiting(now);
         let Feed::Port(d) = &mut self.feed else {
             self.c.stray += 1;
@@ -317,13 +316,16 @@ impl AtmLine {
     }
 }
 
-impl Element<Unit> for AtmLine {
+impl<U: CellUnit> Element<U> for AtmLine {
     type Metrics = AtmLineCounters;
 
-    fn handle(&mut self, now: SimTime, _port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        match unit {
-            Unit::Cell(c) => self.on_cell(now, c, out),
-            Unit::Packet(p) => self.on_packet(now, p, out),
+    fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        match unit.into_cell() {
+            Ok(c) => self.on_cell(now, c, out),
+            Err(u) => match u.into_packet() {
+                Ok(p) => self.on_packet(now, p, out),
+                Err(_) => self.c.stray += 1,
+            },
         }
     }
 
@@ -331,7 +333,7 @@ impl Element<Unit> for AtmLine {
         None
     }
 
-    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<Unit>>) {}
+    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, now: SimTime) -> AtmLineCounters {
         let mut c = self.c.clone();
@@ -360,7 +362,12 @@ mod tests {
     use crate::net::packet::{node_addr, Segment, ACK};
     use crate::rng::RngStream;
     use crate::stats::Since;
+    use crate::unit::Unit;
     use crate::units::Limit;
+
+    fn metrics(e: &AtmLine, now: SimTime) -> AtmLineCounters {
+        Element::<Unit>::metrics(e, now)
+    }
 
     /// 424 Mbit/s: one cell per microsecond.
     const R: Rate = Rate(424_000_000);
@@ -463,11 +470,11 @@ mod tests {
         assert_eq!(l.waiting(SimTime(1_000)), 1, "the first has left at 1 us");
         assert_eq!(l.waiting(SimTime(2_999)), 0);
         assert_eq!(l.waiting(SimTime(3_000)), 0);
-        let m = l.metrics(SimTime(1_500));
+        let m = metrics(&l, SimTime(1_500));
         assert_eq!((m.cells_in, m.cells_out, m.dropped_full), (5, 3, 2));
         assert_eq!(m.max_queue, Peak(2));
         assert_eq!(m.busy_ns, 1_500, "busy time up to the snapshot only");
-        assert_eq!(l.metrics(SimTime(9_000)).since(&m).busy_ns, 1_500);
+        assert_eq!(metrics(&l, SimTime(9_000)).since(&m).busy_ns, 1_500);
         // a cell arriving at 2.5 us waits behind the last one; at 5 us the line is idle
         out.clear();
         l.handle(SimTime(2_500), 0, Unit::Cell(cell(0, true)), &mut out);
@@ -489,7 +496,7 @@ mod tests {
         let exact = (1_000_000u128 * 424 * 1_000_000_000).div_ceil(44_736_000) as u64;
         assert_eq!(last, exact + 5_000);
         assert!(exact < 1_000_000 * 9478);
-        let m = l.metrics(SimTime(exact));
+        let m = metrics(&l, SimTime(exact));
         assert_eq!(m.busy_ns, exact);
         assert_eq!(
             l.waiting(SimTime(exact - 1)),
@@ -529,7 +536,7 @@ mod tests {
         assert_eq!(cells.iter().filter(|c| c.eom).count(), 2);
         assert!(cells[31].eom && cells[31].sdu.is_some() && cells[30].sdu.is_none());
         assert_eq!((cells[0].pdu, cells[32].pdu, cells[32].ncells), (0, 1, 32));
-        let m = l.metrics(SimTime(0));
+        let m = metrics(&l, SimTime(0));
         assert_eq!((m.pdus_in, m.pdus_refused, m.cells_refused), (2, 1, 32));
         assert_eq!(m.max_queue, Peak(63));
         // once the second packet has started, a new one may wait again
@@ -568,7 +575,7 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [(37_000, 1), (101_000, 2921)]);
-        let m = l.metrics(SimTime(200_000));
+        let m = metrics(&l, SimTime(200_000));
         assert_eq!(
             (m.cells_lost, m.pdus_delivered, m.pdus_lost, m.loss_events),
             (1, 2, 1, 1)
@@ -590,7 +597,7 @@ mod tests {
         a.handle(SimTime(0), 0, Unit::Cell(cell(0, true)), &mut out);
         assert!(out.is_empty());
         assert_eq!(
-            (p.metrics(SimTime(0)).stray, a.metrics(SimTime(0)).stray),
+            (metrics(&p, SimTime(0)).stray, metrics(&a, SimTime(0)).stray),
             (1, 1)
         );
     }

@@ -7,12 +7,12 @@
 //!
 //! Ports are numbered as a forwarding node's ([`crate::net::routing::Routes::ports`]).
 
+use super::cell::CellUnit;
 use super::gcra::Gcra;
 use super::PerIndex;
 use crate::element::{Element, Emit, PortId};
 use crate::net::routing::Routes;
 use crate::time::SimTime;
-use crate::unit::Unit;
 use std::sync::Arc;
 
 crate::counters! {
@@ -53,11 +53,11 @@ impl AtmSwitch {
     }
 }
 
-impl Element<Unit> for AtmSwitch {
+impl<U: CellUnit> Element<U> for AtmSwitch {
     type Metrics = SwitchCounters;
 
-    fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
-        let Unit::Cell(mut cell) = unit else {
+    fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
+        let Ok(mut cell) = unit.into_cell() else {
             self.c.stray += 1;
             return;
         };
@@ -73,7 +73,7 @@ impl Element<Unit> for AtmSwitch {
                 self.c.cells += 1;
                 out.push(Emit::Now {
                     port: p,
-                    unit: Unit::Cell(cell),
+                    unit: U::from_cell(cell),
                 });
             }
             None => self.c.stray += 1,
@@ -84,7 +84,7 @@ impl Element<Unit> for AtmSwitch {
         None
     }
 
-    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<Unit>>) {}
+    fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) -> SwitchCounters {
         self.c.clone()
@@ -96,6 +96,11 @@ mod tests {
     use super::*;
     use crate::l2::atm::Cell;
     use crate::net::packet::{node_addr, Packet, Segment};
+    use crate::unit::Unit;
+
+    fn metrics(e: &AtmSwitch, now: SimTime) -> SwitchCounters {
+        Element::<Unit>::metrics(e, now)
+    }
 
     fn cell(vc: u32, dst: u32, clp: bool) -> Unit {
         Unit::Cell(Cell {
@@ -151,7 +156,7 @@ mod tests {
                 (0, false)
             ]
         );
-        let m = s.metrics(SimTime(20));
+        let m = metrics(&s, SimTime(20));
         assert_eq!(m.cells, 6);
         assert_eq!(m.tagged_by_port.0, [1, 0, 0]);
         assert_eq!(m.tagged_by_vc.0, [0, 1, 0, 0]);
@@ -165,6 +170,6 @@ mod tests {
         let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
         s.handle(SimTime(0), 0, Unit::Packet(p), &mut out);
         assert!(out.is_empty());
-        assert_eq!(s.metrics(SimTime(0)).stray, 2);
+        assert_eq!(metrics(&s, SimTime(0)).stray, 2);
     }
 }

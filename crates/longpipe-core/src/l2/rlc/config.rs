@@ -4,6 +4,7 @@
 
 use crate::error::{err, ScenarioError};
 use crate::stats::{Last, Samples};
+use crate::tagged::Resolve;
 use crate::time::SimDuration;
 use crate::units::Duration;
 use schemars::JsonSchema;
@@ -53,9 +54,10 @@ pub struct RlcSpec {
     pub sdu_delay: Option<Duration>,
 }
 
-impl RlcSpec {
+impl Resolve for RlcSpec {
+    type Config = RlcConfig;
     /// Defaults (TS 25.322 ranges where they exist) and checks.
-    pub fn resolve(&self, path: &str) -> Result<RlcConfig, ScenarioError> {
+    fn resolve(&self, path: &str) -> Result<RlcConfig, ScenarioError> {
         let d = |v: Option<Duration>, def: SimDuration| v.map(|d| d.0).unwrap_or(def);
         let c = RlcConfig {
             pdu_payload: self.pdu_payload.unwrap_or(40),

@@ -7,10 +7,17 @@
 //! normal one when no low-priority unit is left to push out. So low-priority traffic
 //! only ever uses capacity and buffer that normal traffic leaves unused.
 
-use super::queue::{Admission, Queue, QueueStats};
+use super::discipline::{Admission, Queue, QueueStats};
 use crate::element::{Class, Frame};
 use crate::time::SimTime;
 use std::collections::VecDeque;
+
+super::discipline::keyless! {
+    /// Strict priority between two classes: low-priority units are served only when no
+    /// normal unit waits, and pushed out (newest first) to admit a normal unit. No keys of
+    /// its own.
+    PrioritySpec => PriorityQueue
+}
 
 pub struct PriorityQueue<U> {
     high: VecDeque<U>,
@@ -76,7 +83,7 @@ impl<U: Frame + Send> Queue<U> for PriorityQueue<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
+    use crate::net::queue::discipline::tests::F;
     use crate::units::Limit;
 
     fn q(limit: Limit) -> PriorityQueue<F> {

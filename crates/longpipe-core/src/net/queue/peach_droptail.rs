@@ -5,9 +5,17 @@
 //! that is nearly idle; once admitted it is served in FIFO order like any other.
 //! Occupancy does not count the unit in transmission.
 
-use super::queue::{Admission, DropTail, Queue};
+use super::discipline::{Admission, Queue};
+use super::droptail::DropTail;
 use crate::element::{Class, Frame};
 use crate::time::SimTime;
+
+super::discipline::keyless! {
+    /// FIFO where a low-priority unit is dropped on arrival if more than one unit already
+    /// waits (the GTNetS `PeachQueue` rule for TCP-Peach dummy segments). No keys of its
+    /// own.
+    PeachDropTailSpec => PeachDropTail
+}
 
 /// Waiting units above which a low-priority arrival is dropped.
 pub const LOW_ADMIT_MAX: usize = 1;
@@ -46,7 +54,7 @@ impl<U: Frame + Send> Queue<U> for PeachDropTail<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
+    use crate::net::queue::discipline::tests::F;
     use crate::units::Limit;
 
     #[test]

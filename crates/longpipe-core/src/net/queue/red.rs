@@ -24,13 +24,64 @@
 //! bytes. The waiting queue excludes the unit in transmission, so "empty" begins when
 //! the last waiting unit starts its transmission.
 
-use super::queue::{Admission, Queue, QueueSpec, QueueStats};
+use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
 use crate::rng::RngStream;
+use crate::tagged::Resolve;
 use crate::time::{Rate, SimTime};
-use crate::units::Limit;
+use crate::units::{Bytes, Limit, LimitQ};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::collections::VecDeque;
+
+/// Random Early Detection (Floyd & Jacobson 1993, RFC 2309), gentle mode, ECN.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedSpec {
+    /// Mark ECN-capable packets Congestion Experienced instead of dropping them
+    /// (RFC 3168 §5). Default false.
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    /// Minimum threshold of the average queue, "5pkt" or bytes. Default 5pkt.
+    #[serde(default)]
+    pub min_th: Option<LimitQ>,
+    /// Maximum threshold, in the unit of min_th. Default 15pkt (3 × min_th).
+    #[serde(default)]
+    pub max_th: Option<LimitQ>,
+    /// Marking probability at max_th. Default 0.1.
+    #[serde(default)]
+    pub max_p: Option<f64>,
+    /// Weight of the average queue's moving average. Default 0.002.
+    #[serde(default)]
+    pub w_q: Option<f64>,
+    /// Gentle mode (probability rises from max_p to 1 between max_th and 2 × max_th
+    /// instead of jumping to 1). Default true.
+    #[serde(default)]
+    pub gentle: Option<bool>,
+    /// Typical packet size, for the decay of the average over idle time. Default 500B
+    /// (ns-3's MeanPktSize).
+    #[serde(default)]
+    pub mean_pkt_size: Option<Bytes>,
+}
+
+impl Resolve for RedSpec {
+    type Config = RedConfig;
+    fn resolve(&self, path: &str) -> Result<RedConfig, ScenarioError> {
+        RedConfig::resolve(self, path)
+    }
+}
+
+impl DisciplineSpec for RedSpec {
+    fn build<U: Frame + Send + 'static>(
+        c: &RedConfig,
+        admission: Admission,
+        rate: Rate,
+        rng: RngStream,
+    ) -> Box<dyn Queue<U>> {
+        Box::new(Red::new(*c, admission, rate, rng))
+    }
+}
 
 /// Resolved RED parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,7 +101,7 @@ pub struct RedConfig {
 impl RedConfig {
     /// Defaults (ns-3's: min_th 5 packets, max_th 15, max_p 0.1, w_q 0.002, gentle) and
     /// checks; `path` is the queue's field path.
-    pub fn resolve(q: &QueueSpec, path: &str) -> Result<RedConfig, ScenarioError> {
+    pub fn resolve(q: &RedSpec, path: &str) -> Result<RedConfig, ScenarioError> {
         let min = q.min_th.map(|l| l.0).unwrap_or(Limit::Packets(5));
         let max = match (q.max_th.map(|l| l.0), min) {
             (Some(m), _) => m,
@@ -238,9 +289,7 @@ impl<U: Frame + Send> Queue<U> for Red<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
-    use crate::net::queue::{Discipline, QueueKind};
-    use crate::units::LimitQ;
+    use crate::net::queue::discipline::tests::F;
 
     fn cfg(min_th: f64, max_th: f64, max_p: f64, w_q: f64, gentle: bool, ecn: bool) -> RedConfig {
         RedConfig {
@@ -383,43 +432,26 @@ mod tests {
 
     #[test]
     fn resolve_defaults_and_errors() {
-        let spec = QueueSpec {
-            kind: QueueKind::Red,
-            ..Default::default()
-        };
-        let c = QueueSpec::resolve(Some(&spec), "q").unwrap();
-        let Discipline::Red(r) = c.discipline else {
-            panic!()
-        };
+        let spec = RedSpec::default();
+        let r = spec.resolve("q").unwrap();
         assert_eq!((r.min_th, r.max_th, r.bytes), (5.0, 15.0, false));
         assert_eq!((r.max_p, r.w_q, r.gentle, r.ecn), (0.1, 0.002, true, false));
-        let bad = QueueSpec {
-            kind: QueueKind::Red,
+        let bad = RedSpec {
             min_th: Some(LimitQ(Limit::Packets(5))),
             max_th: Some(LimitQ(Limit::Bytes(15_000))),
             ..Default::default()
         };
-        assert_eq!(
-            QueueSpec::resolve(Some(&bad), "q").unwrap_err().path,
-            "q.max_th"
-        );
-        let bad = QueueSpec {
-            kind: QueueKind::Red,
+        assert_eq!(bad.resolve("q").unwrap_err().path, "q.max_th");
+        let bad = RedSpec {
             max_p: Some(0.0),
             ..Default::default()
         };
-        assert_eq!(
-            QueueSpec::resolve(Some(&bad), "q").unwrap_err().path,
-            "q.max_p"
-        );
-        let bytes = QueueSpec {
-            kind: QueueKind::Red,
+        assert_eq!(bad.resolve("q").unwrap_err().path, "q.max_p");
+        let bytes = RedSpec {
             min_th: Some(LimitQ(Limit::Bytes(6000))),
             ..Default::default()
         };
-        let Discipline::Red(r) = QueueSpec::resolve(Some(&bytes), "q").unwrap().discipline else {
-            panic!()
-        };
+        let r = bytes.resolve("q").unwrap();
         assert_eq!((r.min_th, r.max_th, r.bytes), (6000.0, 18_000.0, true));
     }
 }

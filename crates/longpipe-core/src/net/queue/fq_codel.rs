@@ -19,12 +19,57 @@
 //!   itself is admitted (it may be among the dropped if its flow is the fattest).
 
 use super::codel::{CodelConfig, CodelStore, CodelVars, Stamped};
-use super::queue::{Admission, Queue, QueueSpec, QueueStats};
+use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
 use crate::rng::RngStream;
-use crate::time::SimTime;
+use crate::tagged::Resolve;
+use crate::time::{Rate, SimTime};
+use crate::units::{Bytes, Duration};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::collections::VecDeque;
+
+/// Flow-queue CoDel (RFC 8290): DRR over hashed flows, CoDel per flow, ECN. Also
+/// accepted as "fq_codel" (Linux's name).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelSpec {
+    /// Mark ECN-capable packets Congestion Experienced instead of dropping them
+    /// (RFC 3168 §5). Default true (Linux).
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    /// CoDel's target sojourn time, per flow. Default 5ms.
+    #[serde(default)]
+    pub target: Option<Duration>,
+    /// CoDel's interval. Default 100ms.
+    #[serde(default)]
+    pub interval: Option<Duration>,
+    /// Number of flow queues (hash buckets). Default 1024.
+    #[serde(default)]
+    pub flows: Option<u32>,
+    /// DRR quantum in bytes. Default 1514B (Linux: MTU + 14).
+    #[serde(default)]
+    pub quantum: Option<Bytes>,
+}
+
+impl Resolve for FqCodelSpec {
+    type Config = FqCodelConfig;
+    fn resolve(&self, path: &str) -> Result<FqCodelConfig, ScenarioError> {
+        FqCodelConfig::resolve(self, path)
+    }
+}
+
+impl DisciplineSpec for FqCodelSpec {
+    fn build<U: Frame + Send + 'static>(
+        c: &FqCodelConfig,
+        admission: Admission,
+        _: Rate,
+        rng: RngStream,
+    ) -> Box<dyn Queue<U>> {
+        Box::new(FqCodel::new(*c, admission, rng))
+    }
+}
 
 /// Linux `drop_batch_size`.
 pub const DROP_BATCH: usize = 64;
@@ -40,8 +85,8 @@ pub struct FqCodelConfig {
 impl FqCodelConfig {
     /// RFC 8290 §5 / Linux defaults: 1024 flows, quantum 1514 B, target 5 ms, interval
     /// 100 ms, ECN on.
-    pub fn resolve(q: &QueueSpec, path: &str) -> Result<FqCodelConfig, ScenarioError> {
-        let codel = CodelConfig::resolve_with(q, path, true)?;
+    pub fn resolve(q: &FqCodelSpec, path: &str) -> Result<FqCodelConfig, ScenarioError> {
+        let codel = CodelConfig::resolve_with(q.target, q.interval, q.ecn.unwrap_or(true), path)?;
         let flows = q.flows.unwrap_or(1024);
         if !(1..=65_536).contains(&flows) {
             return err(
@@ -273,8 +318,7 @@ impl<U: Frame + Send> Queue<U> for FqCodel<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
-    use crate::net::queue::{Discipline, QueueKind};
+    use crate::net::queue::discipline::tests::F;
     use crate::time::SimDuration;
     use crate::units::Limit;
 
@@ -419,14 +463,7 @@ mod tests {
 
     #[test]
     fn ecn_is_on_by_default_and_marks() {
-        let spec = QueueSpec {
-            kind: QueueKind::FqCodel,
-            ..Default::default()
-        };
-        let Discipline::FqCodel(c) = QueueSpec::resolve(Some(&spec), "q").unwrap().discipline
-        else {
-            panic!()
-        };
+        let c = FqCodelSpec::default().resolve("q").unwrap();
         assert!(c.codel.ecn);
         assert_eq!((c.flows, c.quantum), (1024, 1514));
         let mut q = fq(10_000, 1024, 1514, true);
@@ -440,14 +477,10 @@ mod tests {
         let s = q.stats();
         assert_eq!((s.aqm_drops, s.ce_marks), (0, marked));
         assert!(marked >= 3);
-        let bad = QueueSpec {
-            kind: QueueKind::FqCodel,
+        let bad = FqCodelSpec {
             flows: Some(0),
             ..Default::default()
         };
-        assert_eq!(
-            QueueSpec::resolve(Some(&bad), "q").unwrap_err().path,
-            "q.flows"
-        );
+        assert_eq!(bad.resolve("q").unwrap_err().path, "q.flows");
     }
 }

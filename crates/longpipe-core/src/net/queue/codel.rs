@@ -14,11 +14,50 @@
 //! `MAXPACKET` (§5.4) is the largest unit seen so far (Linux `maxpacket`).
 //! Arrivals that do not fit the buffer limit are dropped at the tail.
 
-use super::queue::{Admission, Queue, QueueSpec, QueueStats};
+use super::discipline::{Admission, DisciplineSpec, Queue, QueueStats};
 use crate::element::Frame;
 use crate::error::{err, ScenarioError};
-use crate::time::{SimDuration, SimTime};
+use crate::rng::RngStream;
+use crate::tagged::Resolve;
+use crate::time::{Rate, SimDuration, SimTime};
+use crate::units::Duration;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::collections::VecDeque;
+
+/// Controlled Delay (RFC 8289), ECN.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodelSpec {
+    /// Mark ECN-capable packets Congestion Experienced instead of dropping them
+    /// (RFC 3168 §5). Default false.
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    /// Target sojourn time. Default 5ms.
+    #[serde(default)]
+    pub target: Option<Duration>,
+    /// Interval. Default 100ms.
+    #[serde(default)]
+    pub interval: Option<Duration>,
+}
+
+impl Resolve for CodelSpec {
+    type Config = CodelConfig;
+    fn resolve(&self, path: &str) -> Result<CodelConfig, ScenarioError> {
+        CodelConfig::resolve_with(self.target, self.interval, self.ecn.unwrap_or(false), path)
+    }
+}
+
+impl DisciplineSpec for CodelSpec {
+    fn build<U: Frame + Send + 'static>(
+        c: &CodelConfig,
+        admission: Admission,
+        _: Rate,
+        _: RngStream,
+    ) -> Box<dyn Queue<U>> {
+        Box::new(Codel::new(*c, admission))
+    }
+}
 
 /// Resolved CoDel parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,16 +68,16 @@ pub struct CodelConfig {
 }
 
 impl CodelConfig {
-    /// RFC 8289 §4.2–4.3 defaults: target 5 ms, interval 100 ms; `ecn_default` is the
-    /// discipline's default for `ecn`.
+    /// RFC 8289 §4.2–4.3 defaults (target 5 ms, interval 100 ms) and checks of the
+    /// keys codel and fq-codel share; `path` is the queue's field path.
     pub fn resolve_with(
-        q: &QueueSpec,
+        target: Option<Duration>,
+        interval: Option<Duration>,
+        ecn: bool,
         path: &str,
-        ecn_default: bool,
     ) -> Result<CodelConfig, ScenarioError> {
-        let target = q.target.map(|d| d.0).unwrap_or(SimDuration::from_millis(5));
-        let interval = q
-            .interval
+        let target = target.map(|d| d.0).unwrap_or(SimDuration::from_millis(5));
+        let interval = interval
             .map(|d| d.0)
             .unwrap_or(SimDuration::from_millis(100));
         if target.0 == 0 {
@@ -50,12 +89,8 @@ impl CodelConfig {
         Ok(CodelConfig {
             target,
             interval,
-            ecn: q.ecn.unwrap_or(ecn_default),
+            ecn,
         })
-    }
-
-    pub fn resolve(q: &QueueSpec, path: &str) -> Result<CodelConfig, ScenarioError> {
-        Self::resolve_with(q, path, false)
     }
 
     /// RFC 8289 §5.5 `control_law`: t + interval / sqrt(count).
@@ -251,7 +286,7 @@ impl<U: Frame + Send> Queue<U> for Codel<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::queue::tests::F;
+    use crate::net::queue::discipline::tests::F;
     use crate::units::Limit;
 
     const MS: u64 = 1_000_000;
