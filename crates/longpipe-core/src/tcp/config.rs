@@ -11,6 +11,7 @@ use super::recovery::RecoveryKind;
 use super::rtt::RtoBounds;
 use super::sender::SenderConfig;
 use super::stack::{Stack, StackConfig};
+use crate::app::AppSpec;
 use crate::error::{err, ScenarioError};
 use crate::time::{SimDuration, SimTime};
 use crate::units::{Bytes, Duration};
@@ -183,24 +184,6 @@ pub enum PartialAckTimer {
     #[default]
     First,
     Every,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum AppKind {
-    /// Send as fast as TCP allows; `bytes` limits the transfer.
-    #[default]
-    Bulk,
-}
-
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AppSpec {
-    #[serde(default)]
-    pub kind: AppKind,
-    /// Transfer size; unlimited when absent.
-    #[serde(default)]
-    pub bytes: Option<Bytes>,
 }
 
 /// A `[[flow]]` table.

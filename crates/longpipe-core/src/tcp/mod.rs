@@ -5,6 +5,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod duplex;
 pub mod ecn;
 pub mod endpoint;
 pub mod pacing;
