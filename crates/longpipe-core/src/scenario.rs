@@ -9,6 +9,7 @@
 //! validation that ties the components' specs together; each component's own keys are
 //! resolved beside it.
 
+use crate::app::{AppConfig, AppSpec};
 use crate::error::err;
 pub use crate::error::ScenarioError;
 use crate::l2::atm::{self, PortLimits, SwitchSpec};
@@ -187,6 +188,8 @@ pub struct FlowInfo {
     pub src: usize,
     pub dst: usize,
     pub tcp: TcpConfig,
+    /// What the flow's endpoints do (`app`): a bulk transfer or an application.
+    pub app: AppConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -560,10 +563,28 @@ impl Scenario {
                 return err(format!("{p}.dst"), "must differ from src");
             }
             let tcp = f.resolve(&p)?;
-            // Each flow is one local endpoint (one port) at its source and destination.
+            let app = AppSpec::resolve(f.app.as_ref(), &format!("{p}.app"))?;
+            if app.is_workload()
+                && links.iter().any(|l| {
+                    l.dirs
+                        .iter()
+                        .any(|d| matches!(d.layer2, Some(Layer2Config::Atm(_))))
+                })
+            {
+                return err(
+                    format!("{p}.app.kind"),
+                    format!(
+                        "{:?} does not run over ATM links (each VC carries one flow's single \
+                         connection): use bulk flows there",
+                        app.kind().name()
+                    ),
+                );
+            }
+            // Each flow is one local endpoint (one port) at its source and destination;
+            // an application flow one per connection slot.
             degree.resize(nodes.len(), 0);
             for (end, n) in [("src", src), ("dst", dst)] {
-                degree[n] += tcp.count as usize;
+                degree[n] += tcp.count as usize * app.slots() as usize;
                 if degree[n] > MAX_LINKS_PER_NODE {
                     return err(
                         format!("{p}.count"),
@@ -582,6 +603,7 @@ impl Scenario {
                     src,
                     dst,
                     tcp: tcp.clone(),
+                    app: app.clone(),
                 });
             }
         }

@@ -399,62 +399,63 @@ impl AppSpec {
         }
         let read_rate = s.read_rate.map(|r| r.0);
         let p = path;
-        let kc = match kind {
-            AppKind::Bulk => KindConfig::Bulk,
-            AppKind::Web => {
-                let connections = s.connections.unwrap_or(6);
-                if connections == 0 || connections > MAX_SLOTS {
-                    return err(
-                        format!("{p}.connections"),
-                        format!("must be in [1, {MAX_SLOTS}], got {connections}"),
-                    );
+        let kc =
+            match kind {
+                AppKind::Bulk => KindConfig::Bulk,
+                AppKind::Web => {
+                    let connections = s.connections.unwrap_or(6);
+                    if connections == 0 || connections > MAX_SLOTS {
+                        return err(
+                            format!("{p}.connections"),
+                            format!("must be in [1, {MAX_SLOTS}], got {connections}"),
+                        );
+                    }
+                    KindConfig::Web(WebConfig {
+                        connections,
+                        main_size: dist(
+                            &s.main_size,
+                            Dist::lognormal(10_710.0, 25_032.0, 100.0, mb2()),
+                            Dim::Bytes,
+                            p,
+                            "main_size",
+                        )?,
+                        embedded_size: dist(
+                            &s.embedded_size,
+                            Dist::lognormal(7_758.0, 126_168.0, 50.0, mb2()),
+                            Dim::Bytes,
+                            p,
+                            "embedded_size",
+                        )?,
+                        embedded_count: s
+                            .embedded_count
+                            .as_ref()
+                            .map(|d| d.resolve(Dim::Count, &format!("{p}.embedded_count")))
+                            .transpose()?,
+                        reading_time: dist(
+                            &s.reading_time,
+                            Dist::Exponential { mean: 30e9 },
+                            Dim::Time,
+                            p,
+                            "reading_time",
+                        )?,
+                        parsing_time: dist(
+                            &s.parsing_time,
+                            Dist::Exponential { mean: 0.13e9 },
+                            Dim::Time,
+                            p,
+                            "parsing_time",
+                        )?,
+                        request: dist(&s.request, Dist::Fixed(328.0), Dim::Bytes, p, "request")?,
+                    })
                 }
-                KindConfig::Web(WebConfig {
-                    connections,
-                    main_size: dist(
-                        &s.main_size,
-                        Dist::lognormal(10_710.0, 25_032.0, 100.0, mb2()),
-                        Dim::Bytes,
-                        p,
-                        "main_size",
-                    )?,
-                    embedded_size: dist(
-                        &s.embedded_size,
-                        Dist::lognormal(7_758.0, 126_168.0, 50.0, mb2()),
-                        Dim::Bytes,
-                        p,
-                        "embedded_size",
-                    )?,
-                    embedded_count: s
-                        .embedded_count
-                        .as_ref()
-                        .map(|d| d.resolve(Dim::Count, &format!("{p}.embedded_count")))
-                        .transpose()?,
-                    reading_time: dist(
-                        &s.reading_time,
-                        Dist::Exponential { mean: 30e9 },
-                        Dim::Time,
-                        p,
-                        "reading_time",
-                    )?,
-                    parsing_time: dist(
-                        &s.parsing_time,
-                        Dist::Exponential { mean: 0.13e9 },
-                        Dim::Time,
-                        p,
-                        "parsing_time",
-                    )?,
-                    request: dist(&s.request, Dist::Fixed(328.0), Dim::Bytes, p, "request")?,
-                })
-            }
-            AppKind::RequestResponse => KindConfig::RequestResponse(RrConfig {
-                request: dist(&s.request, Dist::Fixed(1.0), Dim::Bytes, p, "request")?,
-                response: dist(&s.response, Dist::Fixed(1.0), Dim::Bytes, p, "response")?,
-                think: dist(&s.think, Dist::Fixed(0.0), Dim::Time, p, "think")?,
-                persistent: s.persistent.unwrap_or(true),
-            }),
-            AppKind::Onoff => {
-                let rate = match s.rate {
+                AppKind::RequestResponse => KindConfig::RequestResponse(RrConfig {
+                    request: dist(&s.request, Dist::Fixed(1.0), Dim::Bytes, p, "request")?,
+                    response: dist(&s.response, Dist::Fixed(1.0), Dim::Bytes, p, "response")?,
+                    think: dist(&s.think, Dist::Fixed(0.0), Dim::Time, p, "think")?,
+                    persistent: s.persistent.unwrap_or(true),
+                }),
+                AppKind::Onoff => {
+                    let rate = match s.rate {
                     None => Some(Rate(500_000)),
                     Some(AppRate::Bits(r)) => Some(r),
                     Some(AppRate::Bulk) => None,
@@ -463,58 +464,57 @@ impl AppSpec {
                         "expected a bit rate such as \"2Mbps\" or \"bulk\" for kind = \"onoff\"",
                     ),
                 };
-                KindConfig::OnOff(OnOffConfig {
-                    on: dist(&s.on, Dist::Fixed(1e9), Dim::Time, p, "on")?,
-                    off: dist(&s.off, Dist::Fixed(1e9), Dim::Time, p, "off")?,
-                    rate,
-                })
-            }
-            AppKind::Stream => {
-                let ladder: Vec<Rate> = match (&s.bitrate, &s.ladder) {
-                    (Some(_), Some(_)) => {
-                        return err(format!("{p}.ladder"), "give either bitrate or ladder")
-                    }
-                    (Some(b), None) => vec![b.0],
-                    (None, Some(l)) if l.is_empty() => {
-                        return err(format!("{p}.ladder"), "needs at least one bit rate")
-                    }
-                    (None, Some(l)) => {
-                        let v: Vec<Rate> = l.iter().map(|r| r.0).collect();
-                        if v.windows(2).any(|w| w[1] <= w[0]) {
-                            return err(format!("{p}.ladder"), "bit rates must increase");
+                    KindConfig::OnOff(OnOffConfig {
+                        on: dist(&s.on, Dist::Fixed(1e9), Dim::Time, p, "on")?,
+                        off: dist(&s.off, Dist::Fixed(1e9), Dim::Time, p, "off")?,
+                        rate,
+                    })
+                }
+                AppKind::Stream => {
+                    let ladder: Vec<Rate> = match (&s.bitrate, &s.ladder) {
+                        (Some(_), Some(_)) => {
+                            return err(format!("{p}.ladder"), "give either bitrate or ladder")
                         }
-                        v
+                        (Some(b), None) => vec![b.0],
+                        (None, Some(l)) if l.is_empty() => {
+                            return err(format!("{p}.ladder"), "needs at least one bit rate")
+                        }
+                        (None, Some(l)) => {
+                            let v: Vec<Rate> = l.iter().map(|r| r.0).collect();
+                            if v.windows(2).any(|w| w[1] <= w[0]) {
+                                return err(format!("{p}.ladder"), "bit rates must increase");
+                            }
+                            v
+                        }
+                        (None, None) => {
+                            return err(
+                                format!("{p}.bitrate"),
+                                "required for kind = \"stream\" (or ladder)",
+                            )
+                        }
+                    };
+                    let chunk = s.chunk.map_or(SimDuration::from_secs(6), |d| d.0);
+                    if chunk < SimDuration::from_millis(10) {
+                        return err(format!("{p}.chunk"), "must be at least 10ms");
                     }
-                    (None, None) => {
-                        return err(
-                            format!("{p}.bitrate"),
-                            "required for kind = \"stream\" (or ladder)",
-                        )
+                    let buffer = s.buffer.map_or(SimDuration::from_secs(30), |d| d.0);
+                    if buffer < chunk {
+                        return err(format!("{p}.buffer"), "must be at least one chunk");
                     }
-                };
-                let chunk = s.chunk.map_or(SimDuration::from_secs(6), |d| d.0);
-                if chunk < SimDuration::from_millis(10) {
-                    return err(format!("{p}.chunk"), "must be at least 10ms");
+                    let startup = s.startup.map_or(chunk, |d| d.0);
+                    if startup > buffer {
+                        return err(format!("{p}.startup"), "must not exceed buffer");
+                    }
+                    KindConfig::Stream(StreamConfig {
+                        ladder,
+                        chunk,
+                        buffer,
+                        startup,
+                        request: dist(&s.request, Dist::Fixed(328.0), Dim::Bytes, p, "request")?,
+                    })
                 }
-                let buffer = s.buffer.map_or(SimDuration::from_secs(30), |d| d.0);
-                if buffer < chunk {
-                    return err(format!("{p}.buffer"), "must be at least one chunk");
-                }
-                let startup = s.startup.map_or(chunk, |d| d.0);
-                if startup > buffer {
-                    return err(format!("{p}.startup"), "must not exceed buffer");
-                }
-                KindConfig::Stream(StreamConfig {
-                    ladder,
-                    chunk,
-                    buffer,
-                    startup,
-                    request: dist(&s.request, Dist::Fixed(328.0), Dim::Bytes, p, "request")?,
-                })
-            }
-            AppKind::Arrivals => {
-                let rate =
-                    match s.rate {
+                AppKind::Arrivals => {
+                    let rate = match s.rate {
                         Some(AppRate::PerSecond(r)) => r,
                         Some(_) => return err(
                             format!("{p}.rate"),
@@ -525,28 +525,27 @@ impl AppSpec {
                             "required for kind = \"arrivals\" (transfers per time, e.g. \"10/s\")",
                         ),
                     };
-                let size =
-                    match &s.size {
+                    let size = match &s.size {
                         Some(d) => d.resolve(Dim::Bytes, &format!("{p}.size"))?,
                         None => return err(
                             format!("{p}.size"),
                             "required for kind = \"arrivals\" (e.g. \"100KB\" or a distribution)",
                         ),
                     };
-                let max_active = s.max_active.unwrap_or(64);
-                if max_active == 0 || max_active > MAX_SLOTS {
-                    return err(
-                        format!("{p}.max_active"),
-                        format!("must be in [1, {MAX_SLOTS}], got {max_active}"),
-                    );
+                    let max_active = s.max_active.unwrap_or(64);
+                    if max_active == 0 || max_active > MAX_SLOTS {
+                        return err(
+                            format!("{p}.max_active"),
+                            format!("must be in [1, {MAX_SLOTS}], got {max_active}"),
+                        );
+                    }
+                    KindConfig::Arrivals(ArrivalsConfig {
+                        rate,
+                        size,
+                        max_active,
+                    })
                 }
-                KindConfig::Arrivals(ArrivalsConfig {
-                    rate,
-                    size,
-                    max_active,
-                })
-            }
-        };
+            };
         Ok(AppConfig {
             kind: kc,
             read_rate,

@@ -5,11 +5,15 @@
 //!
 //! Adding an element kind: its module, one line in [`registry`], its construction here.
 
+pub mod apps;
 mod atm;
 pub mod direction;
 pub mod estimate;
 pub mod registry;
 
+use crate::app::io::App;
+use crate::app::records::{AppRecords, Fills, FlowApp};
+use crate::app::KindConfig;
 use crate::element::{ElemId, PortId};
 use crate::engine::driver::Driver;
 use crate::middlebox::gateway::node::GatewayNode;
@@ -92,6 +96,9 @@ pub const DEFAULT_MAX_EVENTS: f64 = 1e9;
 pub struct RunOutput {
     pub result: SimResult,
     pub traces: Vec<(usize, FlowTrace)>,
+    /// The applications' pages, requests, chunks, stalls and transfers (empty without
+    /// application flows).
+    pub records: AppRecords,
     /// (spec, pcap file bytes)
     pub pcaps: Vec<(String, Vec<u8>)>,
     /// The run was stopped through `RunOptions::cancel` before its end.
@@ -143,6 +150,37 @@ pub fn reports_classes(sc: &ValidScenario) -> bool {
         || sc.flows.iter().any(|f| f.tcp.uses_classes())
 }
 
+/// A flow's elements: a bulk flow's (sender, receiver) endpoints, or an application's
+/// element.
+#[derive(Debug, Clone, Copy)]
+enum FlowElems {
+    Bulk(ElemId, ElemId),
+    App(ElemId),
+}
+
+/// The tables an application kind fills.
+fn fills(k: &KindConfig) -> Fills {
+    Fills {
+        pages: matches!(k, KindConfig::Web(_)),
+        requests: matches!(k, KindConfig::Web(_) | KindConfig::RequestResponse(_)),
+        chunks: matches!(k, KindConfig::Stream(_)),
+        transfers: matches!(k, KindConfig::Arrivals(_)),
+    }
+}
+
+/// The active application of flow `f` (its `src` or `dst` end, [`crate::app::AppConfig::dst_opens`]).
+fn application(f: &crate::scenario::FlowInfo, seed: u64) -> Box<dyn App> {
+    use crate::app::{arrivals, onoff, rr, stream, web};
+    match &f.app.kind {
+        KindConfig::Web(c) => Box::new(web::WebClient::new(c.clone(), seed, f.id)),
+        KindConfig::RequestResponse(c) => Box::new(rr::RrClient::new(c.clone(), seed, f.id)),
+        KindConfig::OnOff(c) => Box::new(onoff::OnOff::new(c.clone(), seed, f.id)),
+        KindConfig::Stream(c) => Box::new(stream::StreamClient::new(c.clone(), seed, f.id)),
+        KindConfig::Arrivals(c) => Box::new(arrivals::Arrivals::new(c, seed, f.id)),
+        KindConfig::Bulk => unreachable!("bulk flows have their own endpoints"),
+    }
+}
+
 pub struct Sim<'a> {
     sc: &'a ValidScenario,
     seed: u64,
@@ -151,8 +189,8 @@ pub struct Sim<'a> {
     dirs: Vec<ElemId>,
     /// Element of each node.
     nodes: Vec<ElemId>,
-    /// Elements of each flow: (sender, receiver).
-    flows: Vec<(ElemId, ElemId)>,
+    /// Elements of each flow.
+    flows: Vec<FlowElems>,
     caps: Vec<ElemId>,
     routes: Arc<Routes>,
     n_vcs: usize,
@@ -182,7 +220,9 @@ impl<'a> Sim<'a> {
         // TCP senders first, in flow order: their opening SYNs are the first events.
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut tcp_elems = Vec::with_capacity(sc.flows.len());
-        for f in &sc.flows {
+        // (node, node port, element, element port)
+        let mut local_keys: Vec<(usize, (u16, [u8; 4], u16), ElemId, PortId)> = Vec::new();
+        for f in sc.flows.iter().filter(|f| !f.app.is_workload()) {
             let trace = match &opts.trace {
                 TraceSel::None => false,
                 TraceSel::All => true,
@@ -208,8 +248,12 @@ impl<'a> Sim<'a> {
                 isn(f.id, false),
                 Some(f.tcp.start),
             );
+            let mut receiver = Receiver::new(f.tcp.receiver.clone());
+            if let Some(r) = f.app.read_rate {
+                receiver.set_read_rate(r);
+            }
             let rx = Endpoint::new(
-                Side::Receiver(Box::new(Receiver::new(f.tcp.receiver.clone()))),
+                Side::Receiver(Box::new(receiver)),
                 Addrs {
                     local: dst,
                     local_port: dport,
@@ -219,11 +263,73 @@ impl<'a> Sim<'a> {
                 isn(f.id, true),
                 None,
             );
-            tcp_elems.push((tx.addrs, rx.addrs));
+            let (ta, ra) = (tx.addrs, rx.addrs);
             let s = d.add(Elem::Tcp(TcpElement::new(tx)));
             let r = d.add(Elem::Tcp(TcpElement::new(rx)));
-            flows.push((s, r));
+            local_keys.push((f.src, (ta.local_port, ta.remote, ta.remote_port), s, 0));
+            local_keys.push((f.dst, (ra.local_port, ra.remote, ra.remote_port), r, 0));
+            flows.push((f.id, FlowElems::Bulk(s, r)));
+            tcp_elems.push((f.id, (ta, ra)));
         }
+        // Then the applications: one element per flow, one port pair per connection
+        // slot, numbered after the bulk flows' ports.
+        let mut slot_index = sc.flows.len();
+        for f in sc.flows.iter().filter(|f| f.app.is_workload()) {
+            let dst_opens = f.app.dst_opens();
+            let (an, pn) = if dst_opens {
+                (f.dst, f.src)
+            } else {
+                (f.src, f.dst)
+            };
+            let (aa, pa) = (node_addr(an), node_addr(pn));
+            let addrs: Vec<(Addrs, Addrs)> = (0..f.app.slots())
+                .map(|_| {
+                    let (ap, pp) = ports(slot_index);
+                    slot_index += 1;
+                    (
+                        Addrs {
+                            local: aa,
+                            local_port: ap,
+                            remote: pa,
+                            remote_port: pp,
+                        },
+                        Addrs {
+                            local: pa,
+                            local_port: pp,
+                            remote: aa,
+                            remote_port: ap,
+                        },
+                    )
+                })
+                .collect();
+            let first = addrs[0];
+            let spec = apps::ConnSpec {
+                tcp: f.tcp.clone(),
+                seed,
+                read_rate: f.app.read_rate,
+            };
+            let e = apps::AppElement::new(
+                f.id,
+                spec,
+                dst_opens,
+                f.tcp.start,
+                application(f, seed),
+                addrs.clone(),
+            );
+            let id = d.add(Elem::App(Box::new(e)));
+            for (k, (a, p)) in addrs.iter().enumerate() {
+                let k = k as PortId;
+                local_keys.push((an, (a.local_port, a.remote, a.remote_port), id, 2 * k));
+                local_keys.push((pn, (p.local_port, p.remote, p.remote_port), id, 2 * k + 1));
+            }
+            flows.push((f.id, FlowElems::App(id)));
+            let (ta, ra) = if dst_opens { (first.1, first.0) } else { first };
+            tcp_elems.push((f.id, (ta, ra)));
+        }
+        flows.sort_by_key(|x| x.0);
+        tcp_elems.sort_by_key(|x| x.0);
+        let flows: Vec<FlowElems> = flows.into_iter().map(|x| x.1).collect();
+        let tcp_elems: Vec<(Addrs, Addrs)> = tcp_elems.into_iter().map(|x| x.1).collect();
 
         let vcs = atm::vc_table(sc, &tcp_elems);
 
@@ -245,13 +351,13 @@ impl<'a> Sim<'a> {
         let mut fwds: Vec<Forwarder> = (0..sc.nodes.len())
             .map(|n| Forwarder::new(n, routes.clone()))
             .collect();
-        let mut local_wires = Vec::new(); // (node, node port, endpoint)
-        for (f, &(s, r)) in sc.flows.iter().zip(&flows) {
-            let (ta, ra) = tcp_elems[f.id];
-            let ps = fwds[f.src].add_local((ta.local_port, ta.remote, ta.remote_port));
-            let pr = fwds[f.dst].add_local((ra.local_port, ra.remote, ra.remote_port));
-            local_wires.push((f.src, ps, s));
-            local_wires.push((f.dst, pr, r));
+        // Local endpoints, in flow order (a bulk flow's sender and receiver, then an
+        // application's slots).
+        local_keys.sort_by_key(|x| x.2);
+        let mut local_wires = Vec::new(); // (node, node port, element, element port)
+        for &(n, key, e, ep) in &local_keys {
+            let port = fwds[n].add_local(key);
+            local_wires.push((n, port, e, ep));
         }
         for (n, fwd) in fwds.into_iter().enumerate() {
             let e = match &sc.nodes[n].gateway {
@@ -285,9 +391,9 @@ impl<'a> Sim<'a> {
                 d.wire(di, OUT, nodes[to], routes.in_port(to, (li, dir)));
             }
         }
-        for (n, port, ep) in local_wires {
-            d.wire(nodes[n], port, ep, 0);
-            d.wire(ep, 0, nodes[n], port);
+        for (n, port, e, ep) in local_wires {
+            d.wire(nodes[n], port, e, ep);
+            d.wire(e, ep, nodes[n], port);
         }
 
         // Capture points: a copy of what A sends as its transmission starts, and what
@@ -351,7 +457,8 @@ impl<'a> Sim<'a> {
     /// Hands every traced flow's samples to the sink: those holding at least `min_rows`
     /// samples, or every traced flow (even with none) when `min_rows` is 0.
     fn flush_traces(&mut self, sink: &TraceSink, min_rows: usize) {
-        for (i, &(s, _)) in self.flows.iter().enumerate() {
+        for (i, &fe) in self.flows.iter().enumerate() {
+            let FlowElems::Bulk(s, _) = fe else { continue };
             if let Elem::Tcp(t) = self.d.elem_mut(s) {
                 if let Some(chunk) = t.ep.drain_trace(min_rows) {
                     (sink.write)(i, chunk);
@@ -397,18 +504,46 @@ impl<'a> Sim<'a> {
         let sc = self.sc;
         let end = sc.duration;
         let measured = (end - sc.warmup).as_secs_f64();
+        let mut records = AppRecords::default();
+        for (info, &fe) in sc.flows.iter().zip(&self.flows) {
+            if let FlowElems::App(id) = fe {
+                if let Elem::App(a) = self.d.elem_mut(id) {
+                    for r in a.take_records(end) {
+                        records.push(info.id, &r);
+                    }
+                }
+            }
+        }
         let mut flows = Vec::with_capacity(sc.flows.len());
-        for (info, &(s, r)) in sc.flows.iter().zip(&self.flows) {
-            let (
-                ElemMetrics::Tcp(TcpMetrics::Sender(tx)),
-                ElemMetrics::Tcp(TcpMetrics::Receiver(rx)),
-            ) = (&delta[s as usize], &delta[r as usize])
-            else {
-                unreachable!("flow elements")
-            };
+        for (info, &fe) in sc.flows.iter().zip(&self.flows) {
             let start = info.tcp.start;
             let t0 = start.max(sc.warmup);
-            let t1 = rx.completed_at.0.unwrap_or(end).max(t0);
+            let (tx, read, done, app) = match fe {
+                FlowElems::Bulk(s, r) => {
+                    let (
+                        ElemMetrics::Tcp(TcpMetrics::Sender(tx)),
+                        ElemMetrics::Tcp(TcpMetrics::Receiver(rx)),
+                    ) = (&delta[s as usize], &delta[r as usize])
+                    else {
+                        unreachable!("flow elements")
+                    };
+                    (tx.clone(), rx.delivered, rx.completed_at.0, None)
+                }
+                FlowElems::App(a) => {
+                    let ElemMetrics::App(c) = &delta[a as usize] else {
+                        unreachable!("an application element")
+                    };
+                    let app = records.flow_app(
+                        info.id,
+                        info.app.kind().name(),
+                        fills(&info.app.kind),
+                        sc.warmup,
+                        end,
+                    );
+                    (c.sender.clone(), c.read, None, Some(app))
+                }
+            };
+            let t1 = done.unwrap_or(end).max(t0);
             let span = (t1 - t0).as_secs_f64();
             flows.push(FlowResult {
                 id: info.id,
@@ -416,20 +551,36 @@ impl<'a> Sim<'a> {
                 dst: sc.nodes[info.dst].name.clone(),
                 tcp: info.tcp.tcp.name().to_string(),
                 goodput_bps: if span > 0.0 {
-                    rx.delivered as f64 * 8.0 / span
+                    read as f64 * 8.0 / span
                 } else {
                     0.0
                 },
-                bytes_delivered: rx.delivered,
-                sender: tx.clone(),
+                bytes_delivered: read,
                 extra: info.tcp.uses_classes().then(|| tx.extra.clone()),
-                completion_time_s: rx.completed_at.0.map(|c| (c - start).as_secs_f64()),
+                completion_time_s: done.map(|c| (c - start).as_secs_f64()),
                 mean_rtt_s: (tx.rtt_samples > 0)
                     .then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 * 1e-9),
+                sender: tx,
                 mss: info.tcp.sender.mss,
                 start_s: start.as_secs_f64(),
+                app,
             });
         }
+        let workload = {
+            let users: Vec<(usize, f64, &FlowApp)> = flows
+                .iter()
+                .filter_map(|f| f.app.as_ref().map(|a| (f.id, f.goodput_bps, a)))
+                .collect();
+            let mut all = Fills::default();
+            for f in sc.flows.iter().filter(|f| f.app.is_workload()) {
+                let k = fills(&f.app.kind);
+                all.pages |= k.pages;
+                all.requests |= k.requests;
+                all.chunks |= k.chunks;
+                all.transfers |= k.transfers;
+            }
+            (!users.is_empty()).then(|| records.workload(&users, all, sc.warmup))
+        };
         let report_classes = reports_classes(sc);
         let mut links = Vec::with_capacity(self.dirs.len());
         for (i, &id) in self.dirs.iter().enumerate() {
@@ -474,12 +625,14 @@ impl<'a> Sim<'a> {
             gateways,
             nodes,
             atm: atm::report(sc, delta, self.n_vcs),
+            workload,
             sim: SimStats {
                 events: self.d.events(),
             },
         };
         let mut traces = Vec::new();
-        for (i, &(s, _)) in self.flows.iter().enumerate() {
+        for (i, &fe) in self.flows.iter().enumerate() {
+            let FlowElems::Bulk(s, _) = fe else { continue };
             if let Elem::Tcp(t) = self.d.elem_mut(s) {
                 if let Some(tr) = t.ep.take_trace() {
                     traces.push((i, tr));
@@ -497,6 +650,7 @@ impl<'a> Sim<'a> {
         RunOutput {
             result,
             traces,
+            records,
             pcaps,
             interrupted: false,
         }

@@ -2,6 +2,7 @@
 //! makes the element enum (static dispatch of the element protocol) and the enum of
 //! their metrics (with [`Since`]).
 
+use super::apps::AppElement;
 use crate::element::{Element, Emit, PortId};
 use crate::engine::driver::{Dispatch, Stamp};
 use crate::l2::atm::line::AtmLine;
@@ -72,6 +73,7 @@ elements! {
     Capture(Capture),
     Atm(AtmLine),
     AtmSwitch(AtmSwitch),
+    App(Box<AppElement>),
 }
 
 impl Stamp for Unit {
