@@ -16,6 +16,9 @@
 //! the passive side has read that far. Both applications see only events and answer
 //! with actions ([`crate::app::io`]); nothing here decides what they do.
 //!
+//! Connections restart from a small window after an idle period (a web page after its
+//! reading time), as the flow's stack does ([`Duplex::set_idle_restart`]).
+//!
 //! Counters: bytes the application at `dst` read (goodput), and the sending counters
 //! (segments, retransmissions, timeouts, recoveries, RTT samples) of the connections'
 //! `src` ends: the direction that carries the flow's data.
@@ -25,7 +28,7 @@ use crate::app::server::Server;
 use crate::element::{Element, Emit, PortId};
 use crate::net::packet::Packet;
 use crate::rng::{stable_hash, RngStream};
-use crate::tcp::config::TcpConfig;
+use crate::tcp::config::{TcpConfig, TcpKind};
 use crate::tcp::duplex::Duplex;
 use crate::tcp::endpoint::{Addrs, Endpoint, Side};
 use crate::tcp::receiver::Receiver;
@@ -217,10 +220,15 @@ impl AppElement {
         if let (true, Some(r)) = (at_dst, self.spec.read_rate) {
             rx.set_read_rate(r);
         }
-        let (d, addrs, start) = match end {
+        let (mut d, addrs, start) = match end {
             End::Active => (Duplex::active(tx, rx), s.addrs.0, Some(now)),
             End::Passive => (Duplex::passive(tx, rx), s.addrs.1, None),
         };
+        // restart after idle, as the stack the flow models does (not for BBR, whose
+        // own control handles idle periods, as in Linux)
+        if self.spec.tcp.tcp != TcpKind::Bbr {
+            d.set_idle_restart(self.spec.tcp.sender.stack.linux);
+        }
         Endpoint::new(
             Side::Duplex(Box::new(d)),
             addrs,

@@ -24,6 +24,14 @@
 //! - our FIN is the sending half's ([`Duplex::close`]); the peer's FIN closes only its
 //!   direction ([`Receiver::set_half`]). The connection is closed when both FINs are
 //!   acknowledged ([`Duplex::closed`]); TIME-WAIT is not modelled.
+//! - restart after idle ([`Duplex::set_idle_restart`]): an application that writes
+//!   after more than one RTO without sending, with nothing in flight, finds cwnd cut to
+//!   the restart window min(IW, cwnd) (RFC 5681 §4.1, the classic stack), or halved
+//!   once per RTO of idleness down to it, with ssthresh kept at least 3/4 of the old
+//!   cwnd (Linux `tcp_cwnd_restart`, `tcp_slow_start_after_idle` = 1, its default; not
+//!   for a control with its own `cong_control`, BBR). The congestion control is not
+//!   told (Linux's CA_EVENT_TX_START, with which CUBIC moves its epoch, has no hook
+//!   here yet).
 //!
 //! Not modelled: simultaneous open, RST, urgent data.
 
@@ -43,6 +51,10 @@ pub struct Duplex {
     synack_seen: bool,
     /// Passive: ECE when our SYN-ACK agreed to ECN (RFC 3168 §6.1.1).
     synack_ece: u8,
+    /// Restart after idle: None (off), or whether Linux's rule applies.
+    idle_restart: Option<bool>,
+    /// When our last data segment (or FIN) left.
+    last_send: SimTime,
     rx_out: Vec<Seg>,
     tx_out: Vec<Seg>,
 }
@@ -58,6 +70,8 @@ impl Duplex {
             peer_syn: None,
             synack_seen: false,
             synack_ece: 0,
+            idle_restart: None,
+            last_send: SimTime::ZERO,
             rx_out: Vec::new(),
             tx_out: Vec::new(),
         }
@@ -188,8 +202,49 @@ impl Duplex {
         self.finish(now, out);
     }
 
+    /// Cut cwnd when the application writes after an idle period (`linux`: Linux's
+    /// rule, else RFC 5681 §4.1's).
+    pub fn set_idle_restart(&mut self, linux: bool) {
+        self.idle_restart = Some(linux);
+    }
+
+    /// RFC 5681 §4.1 / Linux `tcp_cwnd_restart`, before new data is written.
+    fn restart_if_idle(&mut self, now: SimTime) {
+        let Some(linux) = self.idle_restart else {
+            return;
+        };
+        let tx = &mut self.tx.tx;
+        if tx.state != SenderState::Established || tx.snd_una != tx.snd_max {
+            return;
+        }
+        let rto = tx.rtt.rto();
+        let idle = now.saturating_sub(self.last_send);
+        if idle <= rto {
+            return;
+        }
+        let st = &mut tx.st;
+        let restart = tx.cfg.iw_bytes.min(st.cwnd);
+        if linux {
+            // tcp_current_ssthresh: max(ssthresh, 3/4 cwnd)
+            st.ssthresh = st.ssthresh.max(st.cwnd / 4 * 3);
+            let mut cwnd = st.cwnd;
+            let mut left = idle.0 as i128;
+            loop {
+                left -= rto.0 as i128;
+                if left <= 0 || cwnd <= restart {
+                    break;
+                }
+                cwnd >>= 1;
+            }
+            st.cwnd = cwnd.max(restart);
+        } else {
+            st.cwnd = restart;
+        }
+    }
+
     /// The application writes `bytes` more.
     pub fn write(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Seg>) {
+        self.restart_if_idle(now);
         self.tx.push_data(now, bytes, &mut self.tx_out);
         self.finish(now, out);
     }
@@ -209,6 +264,8 @@ impl Duplex {
             return;
         }
         if on {
+            self.restart_if_idle(now);
+            let tx = &mut self.tx.tx;
             let add = (u64::MAX / 4).saturating_sub(tx.avail_end);
             self.tx.push_data(now, add, &mut self.tx_out);
         } else {
@@ -245,6 +302,9 @@ impl Duplex {
             }
         }
         for mut s in std::mem::take(&mut self.tx_out) {
+            if s.len > 0 || s.flags & FIN != 0 {
+                self.last_send = now;
+            }
             if s.flags & SYN != 0 {
                 if self.passive {
                     // the SYN timer fired: our SYN-ACK again
@@ -546,6 +606,36 @@ mod tests {
         assert!(p.d(0).closed() && p.d(1).closed());
         assert_eq!(p.d(0).next_timer(), None);
         assert_eq!(p.d(1).next_timer(), None);
+    }
+
+    #[test]
+    fn writing_after_an_idle_rto_restarts_from_the_initial_window() {
+        for (linux, idle_s) in [(false, 10), (true, 2), (true, 10)] {
+            let mut p = Pair::new(1 << 20);
+            if let Side::Duplex(d) = &mut p.ep[1].side {
+                d.set_idle_restart(linux);
+            }
+            p.run(SimTime(150 * MS), &mut |_| {});
+            p.act(1, |d, now, segs| d.write(now, 200_000, segs));
+            p.run(SimTime(1_500 * MS), &mut |_| {});
+            let grown = p.d(1).tx.tx.st.cwnd;
+            assert!(grown >= 64_000, "{grown}");
+            // RTO = 1 s (the classic minimum); Linux halves per RTO idle, down to IW
+            let t = SimTime(1_500 * MS + idle_s * 1000 * MS);
+            p.run(t, &mut |_| {});
+            let idle = t - p.d(1).last_send;
+            p.act(1, |d, now, segs| d.write(now, 1000, segs));
+            let cwnd = p.d(1).tx.tx.st.cwnd;
+            // classic: IW (4 segments); Linux: halved once per whole RTO (1 s) of idleness
+            // beyond the first, not below IW
+            let halvings = idle.0.div_ceil(1_000 * MS) - 1;
+            let want = if linux {
+                (grown >> halvings).max(4000)
+            } else {
+                4000
+            };
+            assert_eq!(cwnd, want, "linux {linux}, idle {idle}, from {grown}");
+        }
     }
 
     #[test]
