@@ -59,9 +59,27 @@ pub struct Scenario {
     /// TCP flows.
     #[serde(default)]
     pub flow: Vec<FlowSpec>,
+    /// Groups of users, each user with the flows listed (`[[user.flow]]`).
+    #[serde(default)]
+    pub user: Vec<UserSpec>,
     /// Defaults of every `atm-switch` (policy, buffer, thresholds).
     #[serde(default)]
     pub atm: Option<SwitchSpec>,
+}
+
+/// `count` users, each with its own copy of the flows listed (a web session and a
+/// video stream, say); per-user results add up each user's flows.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserSpec {
+    /// Users are named NAME#0, NAME#1, ... (default "user[i]").
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Users in the group (default 1).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Each user's flows, as `[[flow]]` tables.
+    pub flow: Vec<FlowSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
@@ -184,7 +202,13 @@ pub struct LinkInfo {
 #[derive(Debug, Clone)]
 pub struct FlowInfo {
     pub id: usize,
+    /// The index of its `[[flow]]` table (for a user's flow: of `[[user.flow]]` in its
+    /// group).
     pub spec_index: usize,
+    /// Where it is written: `flow[i]` or `user[g].flow[j]`.
+    pub path: String,
+    /// The user it belongs to ([`ValidScenario::users`]), if it is in a `[[user]]` group.
+    pub user: Option<usize>,
     pub src: usize,
     pub dst: usize,
     pub tcp: TcpConfig,
@@ -201,6 +225,9 @@ pub struct ValidScenario {
     pub nodes: Vec<NodeInfo>,
     pub links: Vec<LinkInfo>,
     pub flows: Vec<FlowInfo>,
+    /// The users of `[[user]]` groups, by name (`NAME#i`), in order; their flows say
+    /// which.
+    pub users: Vec<String>,
 }
 
 impl ValidScenario {
@@ -534,13 +561,40 @@ impl Scenario {
             };
             nodes[idx].gateway = Some(GatewayInfo { cfg, uplink });
         }
-        // The flow count is checked before anything is allocated for it.
+        // The flow count is checked before anything is allocated for it: the `[[flow]]`
+        // tables, then each user group's flows once per user.
         let mut total: u64 = 0;
-        for (i, f) in self.flow.iter().enumerate() {
-            total += f.count.unwrap_or(1) as u64;
+        // (path, table, users it is copied for, group, index in its list)
+        let tables: Vec<(String, &FlowSpec, u64, Option<usize>, usize)> = self
+            .flow
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("flow[{i}]"), f, 1, None, i))
+            .chain(self.user.iter().enumerate().flat_map(|(g, u)| {
+                u.flow.iter().enumerate().map(move |(j, f)| {
+                    (
+                        format!("user[{g}].flow[{j}]"),
+                        f,
+                        u.count.unwrap_or(1) as u64,
+                        Some(g),
+                        j,
+                    )
+                })
+            }))
+            .collect();
+        for (g, u) in self.user.iter().enumerate() {
+            if u.count == Some(0) {
+                return err(format!("user[{g}].count"), "must be at least 1");
+            }
+            if u.flow.is_empty() {
+                return err(format!("user[{g}].flow"), "a user needs at least one flow");
+            }
+        }
+        for (p, f, users, _, _) in &tables {
+            total += f.count.unwrap_or(1) as u64 * users;
             if total > MAX_FLOWS {
                 return err(
-                    format!("flow[{i}].count"),
+                    format!("{p}.count"),
                     format!(
                         "the scenario would have {total} or more flows; at most {MAX_FLOWS} \
                          (docs/limits.md)"
@@ -548,9 +602,14 @@ impl Scenario {
                 );
             }
         }
-        let mut flows = Vec::with_capacity(total as usize);
-        for (i, f) in self.flow.iter().enumerate() {
-            let p = format!("flow[{i}]");
+        let atm_links = links.iter().any(|l| {
+            l.dirs
+                .iter()
+                .any(|d| matches!(d.layer2, Some(Layer2Config::Atm(_))))
+        });
+        // Resolved tables: (path, spec index, group, src, dst, tcp, app).
+        let mut resolved = Vec::with_capacity(tables.len());
+        for (p, f, users, group, spec_index) in &tables {
             let src = *index.get(&f.src).ok_or_else(|| ScenarioError {
                 path: format!("{p}.src"),
                 msg: format!("unknown node {:?}", f.src),
@@ -562,21 +621,19 @@ impl Scenario {
             if src == dst {
                 return err(format!("{p}.dst"), "must differ from src");
             }
-            let tcp = f.resolve(&p)?;
+            let tcp = f.resolve(p)?;
             let app = AppSpec::resolve(f.app.as_ref(), &format!("{p}.app"))?;
-            if app.is_workload()
-                && links.iter().any(|l| {
-                    l.dirs
-                        .iter()
-                        .any(|d| matches!(d.layer2, Some(Layer2Config::Atm(_))))
-                })
-            {
+            if atm_links && (app.is_workload() || group.is_some()) {
                 return err(
-                    format!("{p}.app.kind"),
+                    format!("{p}{}", if group.is_some() { "" } else { ".app.kind" }),
                     format!(
-                        "{:?} does not run over ATM links (each VC carries one flow's single \
-                         connection): use bulk flows there",
-                        app.kind().name()
+                        "{} does not run over ATM links (each VC carries one flow's single \
+                         connection): use bulk [[flow]] tables there",
+                        if group.is_some() {
+                            "a user group".to_string()
+                        } else {
+                            format!("{:?}", app.kind().name())
+                        }
                     ),
                 );
             }
@@ -584,7 +641,7 @@ impl Scenario {
             // an application flow one per connection slot.
             degree.resize(nodes.len(), 0);
             for (end, n) in [("src", src), ("dst", dst)] {
-                degree[n] += tcp.count as usize * app.slots() as usize;
+                degree[n] += (tcp.count as u64 * users * app.slots() as u64) as usize;
                 if degree[n] > MAX_LINKS_PER_NODE {
                     return err(
                         format!("{p}.count"),
@@ -596,15 +653,45 @@ impl Scenario {
                     );
                 }
             }
-            for _ in 0..tcp.count {
+            resolved.push((p.clone(), *spec_index, *group, src, dst, tcp, app));
+        }
+        let mut flows = Vec::with_capacity(total as usize);
+        let push = |r: &(
+            String,
+            usize,
+            Option<usize>,
+            usize,
+            usize,
+            TcpConfig,
+            AppConfig,
+        ),
+                    user: Option<usize>,
+                    flows: &mut Vec<FlowInfo>| {
+            for _ in 0..r.5.count {
                 flows.push(FlowInfo {
                     id: flows.len(),
-                    spec_index: i,
-                    src,
-                    dst,
-                    tcp: tcp.clone(),
-                    app: app.clone(),
+                    spec_index: r.1,
+                    path: r.0.clone(),
+                    user,
+                    src: r.3,
+                    dst: r.4,
+                    tcp: r.5.clone(),
+                    app: r.6.clone(),
                 });
+            }
+        };
+        for r in resolved.iter().filter(|r| r.2.is_none()) {
+            push(r, None, &mut flows);
+        }
+        let mut users = Vec::new();
+        for (g, u) in self.user.iter().enumerate() {
+            let name = u.name.clone().unwrap_or_else(|| format!("user[{g}]"));
+            for i in 0..u.count.unwrap_or(1) {
+                let uid = users.len();
+                users.push(format!("{name}#{i}"));
+                for r in resolved.iter().filter(|r| r.2 == Some(g)) {
+                    push(r, Some(uid), &mut flows);
+                }
             }
         }
         self.check_atm(&nodes, &links, &flows)?;
@@ -616,6 +703,7 @@ impl Scenario {
             nodes,
             links,
             flows,
+            users,
         })
     }
 }

@@ -226,3 +226,75 @@ app = {{ kind = "arrivals", rate = "2/s", size = {{ kind = "pareto", shape = 1.2
     assert_eq!(pa[..k], pc[..k]);
     assert_ne!(a.result.to_json(), c.result.to_json());
 }
+
+#[test]
+fn user_groups_add_up_each_users_flows() {
+    let sc = r#"
+duration = "40s"
+[[link]]
+a = "server"
+b = "client"
+rate = "20Mbps"
+delay = "100ms"
+[[flow]]
+src = "server"
+dst = "client"
+app = { kind = "bulk", bytes = "1MB" }
+[[user]]
+name = "home"
+count = 3
+[[user.flow]]
+src = "server"
+dst = "client"
+app = { kind = "web", reading_time = "2s" }
+[[user.flow]]
+src = "server"
+dst = "client"
+app = { kind = "arrivals", rate = "1/s", size = "200KB" }
+"#;
+    let o = run(sc);
+    let r = &o.result;
+    // the [[flow]] first, then user 0's two flows, user 1's, user 2's
+    assert_eq!(r.flows.len(), 7);
+    assert_eq!(r.users.len(), 3);
+    for (i, u) in r.users.iter().enumerate() {
+        assert_eq!(u.name, format!("home#{i}"));
+        assert_eq!(u.flows, vec![1 + 2 * i, 2 + 2 * i]);
+        assert_eq!(u.app.kind, "web+arrivals");
+        let g: f64 = u.flows.iter().map(|&f| r.flows[f].goodput_bps).sum();
+        assert_eq!(u.goodput_bps, g);
+        assert!(u.app.pages.unwrap() > 0 && u.app.transfers.unwrap() > 0);
+        assert!(u.app.transfer_rate_mean_bps.unwrap() > 0.0);
+    }
+    // three users (the bulk flow is no user)
+    let w = r.workload.as_ref().unwrap();
+    assert_eq!(w.users, 3);
+    assert_eq!(w.per_user.goodput_bps.as_ref().unwrap().users, 3);
+    assert_eq!(w.per_user.transfer_rate_bps.as_ref().unwrap().users, 3);
+    let json = r.to_json();
+    assert!(json.contains("\"home#2\""));
+    // errors name the user group's field
+    for (bad, path) in [
+        (sc.replace("count = 3", "count = 0"), "user[0].count"),
+        (
+            sc.replace(
+                "kind = \"arrivals\", rate = \"1/s\",",
+                "kind = \"arrivals\",",
+            ),
+            "user[0].flow[1].app.rate",
+        ),
+        (
+            sc.replacen(
+                "dst = \"client\"\napp = { kind = \"web\"",
+                "dst = \"nowhere\"\napp = { kind = \"web\"",
+                1,
+            ),
+            "user[0].flow[0].dst",
+        ),
+    ] {
+        let e = run_json(&to_json(&bad), &RunOptions::default())
+            .err()
+            .unwrap();
+        assert_eq!(e.path, path, "{e}");
+    }
+}

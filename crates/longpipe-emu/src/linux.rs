@@ -166,6 +166,12 @@ pub fn map(
     let mut iw_of: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
     for f in &sc.flows {
         let p = format!("flow[{}]", f.spec_index);
+        if f.user.is_some() {
+            return err(
+                f.path.clone(),
+                "user groups are simulated only (longpipe run): write [[flow]] tables",
+            );
+        }
         if f.app.is_workload() || f.app.read_rate.is_some() {
             return err(
                 format!("{p}.app"),

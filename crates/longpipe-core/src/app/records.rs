@@ -193,19 +193,13 @@ impl AcrossUsers {
     }
 }
 
-/// Rows that started in the measured interval: (durations of the finished ones in s,
-/// count unfinished).
-fn durations(
-    flows: &[u32],
-    start: &[u64],
-    end: &[u64],
-    want: impl Fn(usize, u32) -> bool,
-    warmup: SimTime,
-) -> (Vec<f64>, u64) {
+/// The selected rows that started in the measured interval: (durations of the finished
+/// ones in s, count unfinished).
+fn durations(sel: &[usize], start: &[u64], end: &[u64], warmup: SimTime) -> (Vec<f64>, u64) {
     let mut d = Vec::new();
     let mut open = 0;
-    for i in 0..flows.len() {
-        if start[i] < warmup.0 || !want(i, flows[i]) {
+    for &i in sel {
+        if start[i] < warmup.0 {
             continue;
         }
         if end[i] == UNFINISHED {
@@ -215,6 +209,32 @@ fn durations(
         }
     }
     (d, open)
+}
+
+/// The rows of each table that belong to a set of flows.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub pages: Vec<usize>,
+    pub requests: Vec<usize>,
+    pub chunks: Vec<usize>,
+    pub stalls: Vec<usize>,
+    pub transfers: Vec<usize>,
+}
+
+impl Selection {
+    /// Adds `other`'s rows (another flow of the same user); rows stay in record order.
+    pub fn merge(&mut self, other: &Selection) {
+        for (a, b) in [
+            (&mut self.pages, &other.pages),
+            (&mut self.requests, &other.requests),
+            (&mut self.chunks, &other.chunks),
+            (&mut self.stalls, &other.stalls),
+            (&mut self.transfers, &other.transfers),
+        ] {
+            a.extend_from_slice(b);
+            a.sort_unstable();
+        }
+    }
 }
 
 fn mean(xs: &[f64]) -> Option<f64> {
@@ -265,6 +285,9 @@ pub struct FlowApp {
     pub fct_mean_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fct_p95_s: Option<f64>,
+    /// The mean of the finished transfers' rates (size × 8 / completion time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_rate_mean_bps: Option<f64>,
 }
 
 /// The part of [warmup, end) that overlaps [a, b).
@@ -282,42 +305,50 @@ pub struct Fills {
 }
 
 impl AppRecords {
-    /// The figures of flow `flow` whose application is `kind`.
+    /// Each flow's rows (flows `0..n`).
+    pub fn by_flow(&self, n: usize) -> Vec<Selection> {
+        let mut v = vec![Selection::default(); n];
+        type Column = fn(&mut Selection) -> &mut Vec<usize>;
+        let tables: [(&[u32], Column); 5] = [
+            (&self.page_flow, |s| &mut s.pages),
+            (&self.req_flow, |s| &mut s.requests),
+            (&self.chunk_flow, |s| &mut s.chunks),
+            (&self.stall_flow, |s| &mut s.stalls),
+            (&self.xfer_flow, |s| &mut s.transfers),
+        ];
+        for (flows, col) in tables {
+            for (i, &f) in flows.iter().enumerate() {
+                if let Some(s) = v.get_mut(f as usize) {
+                    col(s).push(i);
+                }
+            }
+        }
+        v
+    }
+
+    /// The figures of the rows `sel` (a flow's, or a user's flows'), whose applications
+    /// are `kind` and fill the tables `fills`.
     pub fn flow_app(
         &self,
-        flow: usize,
+        sel: &Selection,
         kind: &str,
         fills: Fills,
         warmup: SimTime,
         end: SimTime,
     ) -> FlowApp {
-        let f = flow as u32;
         let mut a = FlowApp {
             kind: kind.to_string(),
             ..Default::default()
         };
-        let mine = |_: usize, g: u32| g == f;
         if fills.pages {
-            let (d, open) = durations(
-                &self.page_flow,
-                &self.page_start_ns,
-                &self.page_end_ns,
-                mine,
-                warmup,
-            );
+            let (d, open) = durations(&sel.pages, &self.page_start_ns, &self.page_end_ns, warmup);
             a.pages = Some(d.len() as u64);
             a.pages_unfinished = Some(open);
             a.page_load_mean_s = mean(&d);
             a.page_load_p95_s = p95(&d);
         }
         if fills.requests {
-            let (d, open) = durations(
-                &self.req_flow,
-                &self.req_start_ns,
-                &self.req_end_ns,
-                mine,
-                warmup,
-            );
+            let (d, open) = durations(&sel.requests, &self.req_start_ns, &self.req_end_ns, warmup);
             a.requests = Some(d.len() as u64);
             a.requests_unfinished = Some(open);
             a.response_mean_s = mean(&d);
@@ -326,11 +357,8 @@ impl AppRecords {
         if fills.chunks {
             let mut n = 0;
             let mut bits = 0.0;
-            for i in 0..self.chunk_flow.len() {
-                if self.chunk_flow[i] == f
-                    && self.chunk_start_ns[i] >= warmup.0
-                    && self.chunk_end_ns[i] != UNFINISHED
-                {
+            for &i in &sel.chunks {
+                if self.chunk_start_ns[i] >= warmup.0 && self.chunk_end_ns[i] != UNFINISHED {
                     n += 1;
                     bits += self.chunk_bitrate[i] as f64;
                 }
@@ -340,17 +368,16 @@ impl AppRecords {
             // start-up: the flow's (if it began in the interval); stalls: time without
             // playback after start-up, within the interval
             let (mut stalled, mut stalls) = (0u64, 0u64);
-            let mut play_from = None;
-            for i in 0..self.stall_flow.len() {
-                if self.stall_flow[i] != f {
-                    continue;
-                }
+            let mut watch = 0;
+            let mut startups = Vec::new();
+            for &i in &sel.stalls {
                 let (s, e) = (self.stall_start_ns[i], self.stall_end_ns[i]);
                 if self.stall_startup[i] {
                     if e != UNFINISHED {
-                        play_from = Some(e);
+                        // a stream watched from the end of its start-up
+                        watch += overlap(e, end.0, warmup, end);
                         if s >= warmup.0 {
-                            a.startup_s = Some((e - s) as f64 * 1e-9);
+                            startups.push((e - s) as f64 * 1e-9);
                         }
                     }
                     continue;
@@ -361,29 +388,52 @@ impl AppRecords {
                     stalls += (s >= warmup.0) as u64;
                 }
             }
+            a.startup_s = mean(&startups);
             a.stalls = Some(stalls);
             a.rebuffer_s = Some(stalled as f64 * 1e-9);
             // the share of the watching time (after start-up) spent stalled
-            a.rebuffer_ratio = play_from.and_then(|p| {
-                let watch = overlap(p, end.0, warmup, end);
-                (watch > 0).then(|| stalled as f64 / watch as f64)
-            });
+            a.rebuffer_ratio = (watch > 0).then(|| stalled as f64 / watch as f64);
         }
         if fills.transfers {
             let (d, open) = durations(
-                &self.xfer_flow,
+                &sel.transfers,
                 &self.xfer_start_ns,
                 &self.xfer_end_ns,
-                mine,
                 warmup,
             );
             a.transfers = Some(d.len() as u64);
             a.transfers_unfinished = Some(open);
             a.fct_mean_s = mean(&d);
             a.fct_p95_s = p95(&d);
+            let rates: Vec<f64> = sel
+                .transfers
+                .iter()
+                .filter(|&&i| {
+                    self.xfer_start_ns[i] >= warmup.0 && self.xfer_end_ns[i] != UNFINISHED
+                })
+                .map(|&i| {
+                    let t = (self.xfer_end_ns[i] - self.xfer_start_ns[i]).max(1) as f64 * 1e-9;
+                    self.xfer_bytes[i] as f64 * 8.0 / t
+                })
+                .collect();
+            a.transfer_rate_mean_bps = mean(&rates);
         }
         a
     }
+}
+
+/// One user of a `[[user]]` group: its flows added up (the result's `users`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UserResult {
+    /// NAME#i.
+    pub name: String,
+    pub flows: Vec<usize>,
+    /// The sum of its flows' goodputs.
+    pub goodput_bps: f64,
+    pub bytes_delivered: u64,
+    /// Its applications' figures (`kind` lists them, `web+stream`), over all its flows.
+    #[serde(flatten)]
+    pub app: FlowApp,
 }
 
 /// A table's rows over the run.
@@ -407,7 +457,8 @@ pub struct SizeBucket {
     pub fct_s: Option<Spread>,
 }
 
-/// Per-user metrics summarised across users.
+/// Per-user metrics summarised across users: goodput, mean page load, mean response
+/// time, rebuffer ratio, mean FCT, mean transfer rate.
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct PerUser {
     pub goodput_bps: Option<AcrossUsers>,
@@ -419,13 +470,16 @@ pub struct PerUser {
     pub rebuffer_ratio: Option<AcrossUsers>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fct_s: Option<AcrossUsers>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_rate_bps: Option<AcrossUsers>,
 }
 
 /// The result's `workload`: every application flow's tables summarised (present only
 /// when the scenario has flows whose application is not bulk).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Workload {
-    /// Flows with an application other than bulk: one user each.
+    /// Users: each `[[user]]` group's users, and each other flow whose application is
+    /// not bulk.
     pub users: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages: Option<Rows>,
@@ -439,8 +493,8 @@ pub struct Workload {
     /// size.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fct_by_size: Vec<SizeBucket>,
-    /// Per-user figures (a user's mean page load, mean response time, rebuffer ratio,
-    /// mean FCT; its goodput) across users.
+    /// Per-user figures (a user's goodput, mean page load, mean response time, rebuffer
+    /// ratio, mean FCT, mean transfer rate) across users.
     pub per_user: PerUser,
 }
 
@@ -448,18 +502,12 @@ pub struct Workload {
 pub const SIZE_EDGES: [u64; 5] = [10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
 
 impl AppRecords {
-    /// The run's summary; `users` lists each application flow: (id, goodput, its
-    /// figures).
-    pub fn workload(
-        &self,
-        users: &[(usize, f64, &FlowApp)],
-        fills: Fills,
-        warmup: SimTime,
-    ) -> Workload {
-        let all = |_: usize, _: u32| true;
-        let rows = |on: bool, fl: &[u32], s: &[u64], e: &[u64]| {
+    /// The run's summary; `users` are the users' (goodput, figures).
+    pub fn workload(&self, users: &[(f64, &FlowApp)], fills: Fills, warmup: SimTime) -> Workload {
+        let all = |n: usize| (0..n).collect::<Vec<usize>>();
+        let rows = |on: bool, s: &[u64], e: &[u64]| {
             on.then(|| {
-                let (d, open) = durations(fl, s, e, all, warmup);
+                let (d, open) = durations(&all(s.len()), s, e, warmup);
                 Rows {
                     count: d.len() as u64,
                     unfinished: open,
@@ -471,17 +519,13 @@ impl AppRecords {
         if fills.transfers {
             let mut lo = 0;
             for hi in SIZE_EDGES.iter().map(|&h| Some(h)).chain([None]) {
-                let sel = |i: usize, _: u32| {
-                    let b = self.xfer_bytes[i];
-                    b >= lo && hi.is_none_or(|h| b < h)
-                };
-                let (d, open) = durations(
-                    &self.xfer_flow,
-                    &self.xfer_start_ns,
-                    &self.xfer_end_ns,
-                    sel,
-                    warmup,
-                );
+                let sel: Vec<usize> = (0..self.xfer_bytes.len())
+                    .filter(|&i| {
+                        let b = self.xfer_bytes[i];
+                        b >= lo && hi.is_none_or(|h| b < h)
+                    })
+                    .collect();
+                let (d, open) = durations(&sel, &self.xfer_start_ns, &self.xfer_end_ns, warmup);
                 if !d.is_empty() || open > 0 {
                     fct_by_size.push(SizeBucket {
                         min_bytes: lo,
@@ -495,36 +539,16 @@ impl AppRecords {
             }
         }
         let across = |get: &dyn Fn(&FlowApp) -> Option<f64>| {
-            let v: Vec<f64> = users.iter().filter_map(|u| get(u.2)).collect();
+            let v: Vec<f64> = users.iter().filter_map(|u| get(u.1)).collect();
             AcrossUsers::of(&v)
         };
-        let goodputs: Vec<f64> = users.iter().map(|u| u.1).collect();
+        let goodputs: Vec<f64> = users.iter().map(|u| u.0).collect();
         Workload {
             users: users.len(),
-            pages: rows(
-                fills.pages,
-                &self.page_flow,
-                &self.page_start_ns,
-                &self.page_end_ns,
-            ),
-            requests: rows(
-                fills.requests,
-                &self.req_flow,
-                &self.req_start_ns,
-                &self.req_end_ns,
-            ),
-            chunks: rows(
-                fills.chunks,
-                &self.chunk_flow,
-                &self.chunk_start_ns,
-                &self.chunk_end_ns,
-            ),
-            transfers: rows(
-                fills.transfers,
-                &self.xfer_flow,
-                &self.xfer_start_ns,
-                &self.xfer_end_ns,
-            ),
+            pages: rows(fills.pages, &self.page_start_ns, &self.page_end_ns),
+            requests: rows(fills.requests, &self.req_start_ns, &self.req_end_ns),
+            chunks: rows(fills.chunks, &self.chunk_start_ns, &self.chunk_end_ns),
+            transfers: rows(fills.transfers, &self.xfer_start_ns, &self.xfer_end_ns),
             fct_by_size,
             per_user: PerUser {
                 goodput_bps: AcrossUsers::of(&goodputs),
@@ -532,6 +556,7 @@ impl AppRecords {
                 response_s: across(&|a| a.response_mean_s),
                 rebuffer_ratio: across(&|a| a.rebuffer_ratio),
                 fct_s: across(&|a| a.fct_mean_s),
+                transfer_rate_bps: across(&|a| a.transfer_rate_mean_bps),
             },
         }
     }
@@ -571,14 +596,14 @@ mod tests {
             requests: true,
             ..Default::default()
         };
-        let a = r.flow_app(0, "request-response", fills, t(4), t(20));
+        let a = r.flow_app(&r.by_flow(1)[0], "request-response", fills, t(4), t(20));
         assert_eq!(
             (a.requests, a.requests_unfinished),
             (Some(2), Some(1)),
             "the first began in the warmup"
         );
         assert_eq!(a.response_mean_s, Some(1.5));
-        let w = r.workload(&[(0, 8.0, &a)], fills, t(4));
+        let w = r.workload(&[(8.0, &a)], fills, t(4));
         assert_eq!(w.requests.as_ref().unwrap().count, 2);
         assert_eq!(w.per_user.response_s.as_ref().unwrap().mean, 1.5);
     }
@@ -615,7 +640,7 @@ mod tests {
             chunks: true,
             ..Default::default()
         };
-        let a = r.flow_app(3, "stream", fills, t(0), t(52));
+        let a = r.flow_app(&r.by_flow(4)[3], "stream", fills, t(0), t(52));
         assert_eq!(a.startup_s, Some(2.0));
         assert_eq!(a.stalls, Some(2));
         // 5 s + 12 s stalled of 50 s watched

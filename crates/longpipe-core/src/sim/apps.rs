@@ -504,7 +504,7 @@ impl Element<Unit> for AppElement {
     fn handle(&mut self, now: SimTime, port: PortId, unit: Unit, out: &mut Vec<Emit<Unit>>) {
         let Unit::Packet(p) = unit else { return };
         let k = port as usize / 2;
-        let end = if port % 2 == 0 {
+        let end = if port.is_multiple_of(2) {
             End::Active
         } else {
             End::Passive

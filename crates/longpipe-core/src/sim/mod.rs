@@ -12,7 +12,7 @@ pub mod estimate;
 pub mod registry;
 
 use crate::app::io::App;
-use crate::app::records::{AppRecords, Fills, FlowApp};
+use crate::app::records::{AppRecords, Fills, FlowApp, Selection, UserResult};
 use crate::app::KindConfig;
 use crate::element::{ElemId, PortId};
 use crate::engine::driver::Driver;
@@ -20,7 +20,7 @@ use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway, Uplink};
 use crate::net::capture::{Capture, COPY, INLINE};
 use crate::net::link::{OUT, TAP};
-use crate::net::node::Forwarder;
+use crate::net::node::{Forwarder, LocalKey};
 use crate::net::packet::node_addr;
 use crate::net::queue::QueueKind;
 use crate::net::routing::Routes;
@@ -168,6 +168,51 @@ fn fills(k: &KindConfig) -> Fills {
     }
 }
 
+/// Each `[[user]]` group's users: their flows' goodputs added, their applications'
+/// rows together.
+fn user_results(
+    sc: &ValidScenario,
+    flows: &[FlowResult],
+    records: &AppRecords,
+    by_flow: &[Selection],
+) -> Vec<UserResult> {
+    let mut mine: Vec<Vec<usize>> = vec![Vec::new(); sc.users.len()];
+    for f in &sc.flows {
+        if let Some(u) = f.user {
+            mine[u].push(f.id);
+        }
+    }
+    sc.users
+        .iter()
+        .zip(mine)
+        .map(|(name, ids)| {
+            let mut sel = Selection::default();
+            let mut fl = Fills::default();
+            let mut kinds: Vec<&str> = Vec::new();
+            for &i in &ids {
+                let info = &sc.flows[i];
+                sel.merge(&by_flow[i]);
+                let k = fills(&info.app.kind);
+                fl.pages |= k.pages;
+                fl.requests |= k.requests;
+                fl.chunks |= k.chunks;
+                fl.transfers |= k.transfers;
+                let n = info.app.kind().name();
+                if !kinds.contains(&n) {
+                    kinds.push(n);
+                }
+            }
+            UserResult {
+                name: name.clone(),
+                goodput_bps: ids.iter().map(|&i| flows[i].goodput_bps).sum(),
+                bytes_delivered: ids.iter().map(|&i| flows[i].bytes_delivered).sum(),
+                app: records.flow_app(&sel, &kinds.join("+"), fl, sc.warmup, sc.duration),
+                flows: ids,
+            }
+        })
+        .collect()
+}
+
 /// The active application of flow `f` (its `src` or `dst` end, [`crate::app::AppConfig::dst_opens`]).
 fn application(f: &crate::scenario::FlowInfo, seed: u64) -> Box<dyn App> {
     use crate::app::{arrivals, onoff, rr, stream, web};
@@ -208,7 +253,7 @@ impl<'a> Sim<'a> {
         for f in &sc.flows {
             if !routes.reachable(f.src, f.dst) || !routes.reachable(f.dst, f.src) {
                 return Err(ScenarioError {
-                    path: format!("flow[{}]", f.spec_index),
+                    path: f.path.clone(),
                     msg: format!(
                         "no route between {:?} and {:?}",
                         sc.nodes[f.src].name, sc.nodes[f.dst].name
@@ -220,8 +265,8 @@ impl<'a> Sim<'a> {
         // TCP senders first, in flow order: their opening SYNs are the first events.
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut tcp_elems = Vec::with_capacity(sc.flows.len());
-        // (node, node port, element, element port)
-        let mut local_keys: Vec<(usize, (u16, [u8; 4], u16), ElemId, PortId)> = Vec::new();
+        // (node, the key of packets for it there, element, element port)
+        let mut local_keys: Vec<(usize, LocalKey, ElemId, PortId)> = Vec::new();
         for f in sc.flows.iter().filter(|f| !f.app.is_workload()) {
             let trace = match &opts.trace {
                 TraceSel::None => false,
@@ -514,6 +559,7 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+        let by_flow = records.by_flow(sc.flows.len());
         let mut flows = Vec::with_capacity(sc.flows.len());
         for (info, &fe) in sc.flows.iter().zip(&self.flows) {
             let start = info.tcp.start;
@@ -534,7 +580,7 @@ impl<'a> Sim<'a> {
                         unreachable!("an application element")
                     };
                     let app = records.flow_app(
-                        info.id,
+                        &by_flow[info.id],
                         info.app.kind().name(),
                         fills(&info.app.kind),
                         sc.warmup,
@@ -566,11 +612,18 @@ impl<'a> Sim<'a> {
                 app,
             });
         }
+        let users = user_results(sc, &flows, &records, &by_flow);
         let workload = {
-            let users: Vec<(usize, f64, &FlowApp)> = flows
-                .iter()
-                .filter_map(|f| f.app.as_ref().map(|a| (f.id, f.goodput_bps, a)))
-                .collect();
+            // the users: each group's, and each other application flow
+            let mut who: Vec<(f64, &FlowApp)> =
+                users.iter().map(|u| (u.goodput_bps, &u.app)).collect();
+            who.extend(
+                flows
+                    .iter()
+                    .zip(&sc.flows)
+                    .filter(|(_, i)| i.user.is_none())
+                    .filter_map(|(f, _)| f.app.as_ref().map(|a| (f.goodput_bps, a))),
+            );
             let mut all = Fills::default();
             for f in sc.flows.iter().filter(|f| f.app.is_workload()) {
                 let k = fills(&f.app.kind);
@@ -579,7 +632,7 @@ impl<'a> Sim<'a> {
                 all.chunks |= k.chunks;
                 all.transfers |= k.transfers;
             }
-            (!users.is_empty()).then(|| records.workload(&users, all, sc.warmup))
+            (!who.is_empty()).then(|| records.workload(&who, all, sc.warmup))
         };
         let report_classes = reports_classes(sc);
         let mut links = Vec::with_capacity(self.dirs.len());
@@ -625,6 +678,7 @@ impl<'a> Sim<'a> {
             gateways,
             nodes,
             atm: atm::report(sc, delta, self.n_vcs),
+            users,
             workload,
             sim: SimStats {
                 events: self.d.events(),
