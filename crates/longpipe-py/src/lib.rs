@@ -55,7 +55,8 @@ type RunReturn = PyObject;
 /// `progress(simulated_ns, duration_ns)` about every `progress_every` seconds of wall
 /// time while the run goes on. Ctrl-C stops the run and raises `KeyboardInterrupt`.
 /// With `records=True` a fifth item follows: the applications' tables (`pages`,
-/// `requests`, `chunks`, `stalls`, `transfers`), each a dict of numpy columns.
+/// `requests`, `chunks`, `stalls`, `transfers`), each a dict of numpy columns (an empty
+/// dict for a run without applications).
 #[pyfunction]
 #[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None,
                     *, progress=None, progress_every=0.5, force=false, trace_dir=None, records=false))]
@@ -207,7 +208,12 @@ fn run(
         .collect();
     let traces = traces.into_any().unbind();
     if records {
-        let r = record_tables(py, out.records)?;
+        // no arrays (and no NumPy import) for a run without applications
+        let r = if out.records.rows() > 0 {
+            record_tables(py, out.records)?
+        } else {
+            PyDict::new_bound(py).into_any().unbind()
+        };
         return Ok((json, traces, pcaps, wall, r).into_py(py));
     }
     Ok((json, traces, pcaps, wall).into_py(py))

@@ -117,8 +117,24 @@ def make_row(rid: str, sc_hash: str, version: str, seed: int, params: Sequence[t
     for k, v in params:
         row[k] = _param_type(v)[1]
     row.update(metrics(data))
+    row.update(_user_metrics(data))
     row["result"] = json.dumps(stable_result(data), separators=(",", ":"))
     return row
+
+
+# Per-user statistics (longpipe.workload.USER_METRICS): extra columns after the metrics
+# above, so that "how many users get 2 Mbit/s" or "page load p95" needs no pass over the
+# stored results. Additive: a store written before them is read from its results.
+def _user_metrics(data: Mapping[str, Any]) -> dict[str, Any]:
+    from ..workload import user_stats
+
+    return user_stats(data)
+
+
+def _user_metric_types() -> dict[str, str]:
+    from ..workload import USER_METRICS
+
+    return {m: t for m, t, _ in USER_METRICS}
 
 
 def _param_type(v: Any) -> tuple[str, Any]:
@@ -139,7 +155,7 @@ def _table(row: Mapping[str, Any]) -> pa.Table:
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
     fixed = {"run_id": "string", "scenario_hash": "string", "longpipe_version": "string", "seed": "int64",
-             "result": "string", **{m: t for m, t, _ in METRICS}}
+             "result": "string", **{m: t for m, t, _ in METRICS}, **_user_metric_types()}
     fields, arrays = [], []
     for k, v in row.items():
         if k in fixed:
