@@ -183,6 +183,17 @@ def user_stats(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def rated_users(data: Mapping[str, Any], key: str = "goodput_bps") -> list[float | None]:
+    """Each user's ``key`` (goodput, or ``transfer_rate_mean_bps``: None for a user whose
+    transfers all were unfinished; a user without any transfer is left out)."""
+    out: list[float | None] = []
+    for r in user_rows(data):
+        if key == "transfer_rate_mean_bps" and not (r.get("transfers") or r.get("transfers_unfinished")):
+            continue
+        out.append(None if r.get(key) is None else float(r[key]))
+    return out
+
+
 def users_at_least(data: Mapping[str, Any], bps: float, key: str = "goodput_bps") -> int:
     """How many users reach ``bps`` (their goodput, or another per-user rate ``key``)."""
-    return sum(1 for r in user_rows(data) if r.get(key) is not None and float(r[key]) >= bps)
+    return sum(1 for v in rated_users(data, key) if v is not None and v >= bps)

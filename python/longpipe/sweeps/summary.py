@@ -81,8 +81,10 @@ USER_KEYS = {"users", "user_goodput_mean_bps", "user_goodput_p50_bps", "user_goo
              "rebuffer_ratio_max", "startup_mean_s"}
 KNOWN |= USER_KEYS
 #: ``users_ge:2Mbps`` (users whose goodput reaches 2 Mbit/s) and ``share_ge:2Mbps`` (their
-#: share of the users).
-_AT_LEAST = re.compile(r"^(users|share)_ge:\s*([0-9.eE+-]+\s*[A-Za-z/]+)$")
+#: share of the users); ``...:transfer_rate`` compares the users' mean transfer rate (of
+#: their arrivals flows' transfers) instead of their goodput.
+_AT_LEAST = re.compile(r"^(users|share)_ge:\s*([0-9.eE+-]+\s*[A-Za-z/]+?)(?::(goodput|transfer_rate))?$")
+_PER_USER_RATE = {None: "goodput_bps", "goodput": "goodput_bps", "transfer_rate": "transfer_rate_mean_bps"}
 
 
 def _threshold(text: str) -> float | None:
@@ -98,7 +100,9 @@ def metric(name: str) -> Metric:
         if _threshold(at[2]) is None:
             raise ScenarioError(None, "metric", f"{name!r}: expected a rate such as users_ge:2Mbps")
         what = "users" if at[1] == "users" else "share of users"
-        return Metric(f"{at[1]}_ge:{at[2].strip()}", f"{what} at ≥ {at[2].strip()}", 1.0, "")
+        rate = "" if at[3] is None else f":{at[3]}"
+        of = "goodput" if at[3] is None else at[3].replace("_", " ")
+        return Metric(f"{at[1]}_ge:{at[2].strip()}{rate}", f"{what} with {of} ≥ {at[2].strip()}", 1.0, "")
     n = ALIASES.get(name.strip().lower(), name.strip())
     if n in _LABELS:
         label, scale, unit = _LABELS[n]
@@ -132,15 +136,16 @@ def _walk(doc: Any, path: str) -> Any:
 
 def values(rows: Sequence[Mapping[str, Any]], m: Metric) -> list[float | None]:
     """The metric of each row (None where absent)."""
-    from ..workload import user_rows, user_stats, users_at_least
+    from ..workload import rated_users, user_stats, users_at_least
 
     out: list[float | None] = []
     at = _AT_LEAST.match(m.name)
     for r in rows:
         if at:
             data = json.loads(r["result"])
-            n = users_at_least(data, _threshold(at[2]) or 0.0)
-            total = len(user_rows(data))
+            key = _PER_USER_RATE[at[3]]
+            n = users_at_least(data, _threshold(at[2]) or 0.0, key)
+            total = len(rated_users(data, key))
             v: Any = n if at[1] == "users" else (n / total if total else None)
         elif m.name in r:
             v = r.get(m.name)

@@ -10,10 +10,9 @@ mod atm;
 pub mod direction;
 pub mod estimate;
 pub mod registry;
+pub mod workload;
 
-use crate::app::io::App;
-use crate::app::records::{AppRecords, Fills, FlowApp, Selection, UserResult};
-use crate::app::KindConfig;
+use crate::app::records::AppRecords;
 use crate::element::{ElemId, PortId};
 use crate::engine::driver::Driver;
 use crate::middlebox::gateway::node::GatewayNode;
@@ -158,74 +157,6 @@ enum FlowElems {
     App(ElemId),
 }
 
-/// The tables an application kind fills.
-fn fills(k: &KindConfig) -> Fills {
-    Fills {
-        pages: matches!(k, KindConfig::Web(_)),
-        requests: matches!(k, KindConfig::Web(_) | KindConfig::RequestResponse(_)),
-        chunks: matches!(k, KindConfig::Stream(_)),
-        transfers: matches!(k, KindConfig::Arrivals(_)),
-    }
-}
-
-/// Each `[[user]]` group's users: their flows' goodputs added, their applications'
-/// rows together.
-fn user_results(
-    sc: &ValidScenario,
-    flows: &[FlowResult],
-    records: &AppRecords,
-    by_flow: &[Selection],
-) -> Vec<UserResult> {
-    let mut mine: Vec<Vec<usize>> = vec![Vec::new(); sc.users.len()];
-    for f in &sc.flows {
-        if let Some(u) = f.user {
-            mine[u].push(f.id);
-        }
-    }
-    sc.users
-        .iter()
-        .zip(mine)
-        .map(|(name, ids)| {
-            let mut sel = Selection::default();
-            let mut fl = Fills::default();
-            let mut kinds: Vec<&str> = Vec::new();
-            for &i in &ids {
-                let info = &sc.flows[i];
-                sel.merge(&by_flow[i]);
-                let k = fills(&info.app.kind);
-                fl.pages |= k.pages;
-                fl.requests |= k.requests;
-                fl.chunks |= k.chunks;
-                fl.transfers |= k.transfers;
-                let n = info.app.kind().name();
-                if !kinds.contains(&n) {
-                    kinds.push(n);
-                }
-            }
-            UserResult {
-                name: name.clone(),
-                goodput_bps: ids.iter().map(|&i| flows[i].goodput_bps).sum(),
-                bytes_delivered: ids.iter().map(|&i| flows[i].bytes_delivered).sum(),
-                app: records.flow_app(&sel, &kinds.join("+"), fl, sc.warmup, sc.duration),
-                flows: ids,
-            }
-        })
-        .collect()
-}
-
-/// The active application of flow `f` (its `src` or `dst` end, [`crate::app::AppConfig::dst_opens`]).
-fn application(f: &crate::scenario::FlowInfo, seed: u64) -> Box<dyn App> {
-    use crate::app::{arrivals, onoff, rr, stream, web};
-    match &f.app.kind {
-        KindConfig::Web(c) => Box::new(web::WebClient::new(c.clone(), seed, f.id)),
-        KindConfig::RequestResponse(c) => Box::new(rr::RrClient::new(c.clone(), seed, f.id)),
-        KindConfig::OnOff(c) => Box::new(onoff::OnOff::new(c.clone(), seed, f.id)),
-        KindConfig::Stream(c) => Box::new(stream::StreamClient::new(c.clone(), seed, f.id)),
-        KindConfig::Arrivals(c) => Box::new(arrivals::Arrivals::new(c, seed, f.id)),
-        KindConfig::Bulk => unreachable!("bulk flows have their own endpoints"),
-    }
-}
-
 pub struct Sim<'a> {
     sc: &'a ValidScenario,
     seed: u64,
@@ -316,60 +247,11 @@ impl<'a> Sim<'a> {
             flows.push((f.id, FlowElems::Bulk(s, r)));
             tcp_elems.push((f.id, (ta, ra)));
         }
-        // Then the applications: one element per flow, one port pair per connection
-        // slot, numbered after the bulk flows' ports.
-        let mut slot_index = sc.flows.len();
-        for f in sc.flows.iter().filter(|f| f.app.is_workload()) {
-            let dst_opens = f.app.dst_opens();
-            let (an, pn) = if dst_opens {
-                (f.dst, f.src)
-            } else {
-                (f.src, f.dst)
-            };
-            let (aa, pa) = (node_addr(an), node_addr(pn));
-            let addrs: Vec<(Addrs, Addrs)> = (0..f.app.slots())
-                .map(|_| {
-                    let (ap, pp) = ports(slot_index);
-                    slot_index += 1;
-                    (
-                        Addrs {
-                            local: aa,
-                            local_port: ap,
-                            remote: pa,
-                            remote_port: pp,
-                        },
-                        Addrs {
-                            local: pa,
-                            local_port: pp,
-                            remote: aa,
-                            remote_port: ap,
-                        },
-                    )
-                })
-                .collect();
-            let first = addrs[0];
-            let spec = apps::ConnSpec {
-                tcp: f.tcp.clone(),
-                seed,
-                read_rate: f.app.read_rate,
-            };
-            let e = apps::AppElement::new(
-                f.id,
-                spec,
-                dst_opens,
-                f.tcp.start,
-                application(f, seed),
-                addrs.clone(),
-            );
-            let id = d.add(Elem::App(Box::new(e)));
-            for (k, (a, p)) in addrs.iter().enumerate() {
-                let k = k as PortId;
-                local_keys.push((an, (a.local_port, a.remote, a.remote_port), id, 2 * k));
-                local_keys.push((pn, (p.local_port, p.remote, p.remote_port), id, 2 * k + 1));
-            }
-            flows.push((f.id, FlowElems::App(id)));
-            let (ta, ra) = if dst_opens { (first.1, first.0) } else { first };
-            tcp_elems.push((f.id, (ta, ra)));
+        // Then the applications: one element per flow (sim/apps.rs).
+        for (f, id, keys, addrs) in workload::build(sc, seed, &mut d, ports) {
+            local_keys.extend(keys);
+            flows.push((f, FlowElems::App(id)));
+            tcp_elems.push((f, addrs));
         }
         flows.sort_by_key(|x| x.0);
         tcp_elems.sort_by_key(|x| x.0);
@@ -582,7 +464,7 @@ impl<'a> Sim<'a> {
                     let app = records.flow_app(
                         &by_flow[info.id],
                         info.app.kind().name(),
-                        fills(&info.app.kind),
+                        workload::fills(&info.app.kind),
                         sc.warmup,
                         end,
                     );
@@ -612,28 +494,7 @@ impl<'a> Sim<'a> {
                 app,
             });
         }
-        let users = user_results(sc, &flows, &records, &by_flow);
-        let workload = {
-            // the users: each group's, and each other application flow
-            let mut who: Vec<(f64, &FlowApp)> =
-                users.iter().map(|u| (u.goodput_bps, &u.app)).collect();
-            who.extend(
-                flows
-                    .iter()
-                    .zip(&sc.flows)
-                    .filter(|(_, i)| i.user.is_none())
-                    .filter_map(|(f, _)| f.app.as_ref().map(|a| (f.goodput_bps, a))),
-            );
-            let mut all = Fills::default();
-            for f in sc.flows.iter().filter(|f| f.app.is_workload()) {
-                let k = fills(&f.app.kind);
-                all.pages |= k.pages;
-                all.requests |= k.requests;
-                all.chunks |= k.chunks;
-                all.transfers |= k.transfers;
-            }
-            (!who.is_empty()).then(|| records.workload(&who, all, sc.warmup))
-        };
+        let (users, workload) = workload::summary(sc, &flows, &records, &by_flow);
         let report_classes = reports_classes(sc);
         let mut links = Vec::with_capacity(self.dirs.len());
         for (i, &id) in self.dirs.iter().enumerate() {

@@ -34,6 +34,10 @@
 //!   here yet).
 //!
 //! Not modelled: simultaneous open, RST, urgent data.
+//!
+//! Why one file of ~670 lines: about 310 of code and 360 of tests, which drive two
+//! endpoints over a scripted link (handshake, piggybacked ACKs, close, loss, idle
+//! restart, a slow reader).
 
 use super::receiver::{AckFields, Receiver};
 use super::seg::{Seg, ACK, ECE, FIN, SYN};
