@@ -12,8 +12,12 @@
 //! fastest scheduled rate); an ATM direction into a switch adds one event per cell (a data
 //! packet's AAL5 cells, an ACK's one). Losses, which add retransmissions but mostly cut the
 //! rate, are ignored.
+//! An application flow is counted as a bulk flow (an upper bound of its data), plus its
+//! connections' set-ups and tear-downs (an `arrivals` flow opens `rate` a second) and an
+//! `onoff` source's writes.
 //! On the examples the estimate is 1 to 60 times the events actually run.
 
+use crate::app::{AppConfig, KindConfig};
 use crate::l2::atm::aal5::cells_for;
 use crate::l2::Layer2Config;
 use crate::net::routing::Routes;
@@ -33,6 +37,23 @@ fn max_rate(d: &crate::scenario::DirInfo) -> f64 {
     match &d.link.sched {
         Some(s) => s.max_rate(d.link.rate).bps() as f64,
         None => d.link.rate.bps() as f64,
+    }
+}
+
+/// Packets (and wake-ups) an application adds beyond its data over `active` seconds:
+/// 8 packets per connection (SYN, SYN-ACK, ACK, two FINs and their ACKs, a spare) and
+/// one event per write of an `onoff` source at its rate.
+fn app_churn(app: &AppConfig, active: f64) -> f64 {
+    match &app.kind {
+        KindConfig::Arrivals(a) => 8.0 * a.rate * active,
+        KindConfig::OnOff(o) => {
+            o.rate.map_or(0.0, |r| {
+                r.bps() as f64 / (8.0 * crate::app::onoff::WRITE as f64)
+            }) * active
+        }
+        KindConfig::Web(w) => 8.0 * w.connections as f64,
+        KindConfig::RequestResponse(_) | KindConfig::Stream(_) => 8.0,
+        KindConfig::Bulk => 0.0,
     }
 }
 
@@ -72,6 +93,9 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         cell_events: f64,
         cap_pkts: f64,
         active: f64,
+        /// Packets of an application's connection set-ups and tear-downs and its
+        /// timer events, over the run.
+        churn: f64,
     }
     let flows: Vec<F> = sc
         .flows
@@ -113,6 +137,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                     .app_bytes
                     .map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
                 active: (duration - f.tcp.start.as_secs_f64()).max(0.0),
+                churn: app_churn(&f.app, (duration - f.tcp.start.as_secs_f64()).max(0.0)),
                 fwd,
                 rev,
             }
@@ -135,6 +160,9 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         let hops = (f.fwd.len() + f.rev.len()) as f64;
         packets += data * hops;
         events += data * (2.0 * hops + 4.0 + f.cell_events);
+        // applications: connections opened and closed (handshake, FINs, their ACKs and
+        // timers) and the application's own wake-ups
+        events += f.churn * (2.0 * hops + 4.0);
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
@@ -187,6 +215,11 @@ mod tests {
         // a sized transfer costs what it sends
         let sized = r#"{"src":"s","dst":"c","app":{"bytes":"146KB"}}"#;
         assert!((est(link, sized, "10s") - 110.0 * 12.0).abs() < 1.0);
+        // an arrivals flow adds 8 packets a connection: a million a second for 100 s is
+        // above the default limit
+        let churn =
+            r#"{"src":"s","dst":"c","app":{"kind":"arrivals","rate":"1000000/s","size":"1B"}}"#;
+        assert!(est(link, churn, "100s") > 1e9);
     }
 
     #[test]
