@@ -82,6 +82,21 @@ struct Conn {
     closed: bool,
 }
 
+impl Conn {
+    fn new(ep: Endpoint, id: ConnId) -> Self {
+        Conn {
+            ep,
+            id,
+            read: 0,
+            written: 0,
+            connected: false,
+            acked: false,
+            peer_closed: false,
+            closed: false,
+        }
+    }
+}
+
 struct Slot {
     /// (active end, passive end)
     addrs: (Addrs, Addrs),
@@ -404,16 +419,7 @@ impl AppElement {
                     self.slots[k].gen += 1;
                     self.slots[k].frames.clear();
                     let ep = self.endpoint(k, End::Active, now);
-                    self.slots[k].active = Some(Conn {
-                        ep,
-                        id,
-                        read: 0,
-                        written: 0,
-                        connected: false,
-                        acked: false,
-                        peer_closed: false,
-                        closed: false,
-                    });
+                    self.slots[k].active = Some(Conn::new(ep, id));
                     self.conn_slot.insert(id, k);
                     self.with_end(now, k, End::Active, out, |ep, p| ep.on_timeout(now, p));
                 }
@@ -522,16 +528,7 @@ impl Element<Unit> for AppElement {
                     let ep = self.endpoint(k, End::Passive, now);
                     let s = &mut self.slots[k];
                     s.passive_gen = s.gen;
-                    s.passive = Some(Conn {
-                        ep,
-                        id,
-                        read: 0,
-                        written: 0,
-                        connected: false,
-                        acked: false,
-                        peer_closed: false,
-                        closed: false,
-                    });
+                    s.passive = Some(Conn::new(ep, id));
                 }
                 _ if fresh => return, // no connection opened here
                 _ => {}

@@ -278,8 +278,8 @@ impl<'a> Sim<'a> {
         let mut fwds: Vec<Forwarder> = (0..sc.nodes.len())
             .map(|n| Forwarder::new(n, routes.clone()))
             .collect();
-        // Local endpoints, in flow order (a bulk flow's sender and receiver, then an
-        // application's slots).
+        // Local endpoints in element order: the bulk flows' senders and receivers, flow
+        // by flow (as before applications existed), then the applications' slots.
         local_keys.sort_by_key(|x| x.2);
         let mut local_wires = Vec::new(); // (node, node port, element, element port)
         for &(n, key, e, ep) in &local_keys {
