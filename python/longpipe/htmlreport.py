@@ -174,9 +174,9 @@ def run_body(d: Path) -> tuple[str, str]:
     if wl:
         from .plots import workload_figure
 
-        fig = workload_figure({data["scenario"]: wl}, f"{data['scenario']}: applications, seed {data['seed']}")
-        if fig is not None:
-            figs.insert(0, _img(_fig_bytes(fig), "distributions of page load, response and completion times, "
+        wfig = workload_figure({data["scenario"]: wl}, f"{data['scenario']}: applications, seed {data['seed']}")
+        if wfig is not None:
+            figs.insert(0, _img(_fig_bytes(wfig), "distributions of page load, response and completion times, "
                                 "FCT against size, and per-user goodput (from the tables' CSVs)"))
     if figs:
         parts.append("<h2>Figures</h2>" + "".join(figs))

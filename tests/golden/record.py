@@ -64,7 +64,7 @@ def main() -> int:
 
     def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None, **kw):
         out = real(text, seed, trace_all, trace_flows, pcap, **kw)
-        js, traces, pcaps, wall_s = out[:4]
+        js, traces, pcaps, _wall = out[:4]
         t, p = digest(traces, pcaps)
         rec = {"scenario": json.loads(text), "seed": seed, "trace_all": trace_all, "trace_flows": trace_flows,
                "pcap": pcap, "result": stable(js), "traces": t, "pcaps": p}
