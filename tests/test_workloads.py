@@ -164,3 +164,9 @@ def test_sweep_stores_per_user_statistics(tmp_path):
     assert not math.isnan(again.summary(["fct_p95"]).n.iloc[0])
     png = again.plot("flow[0].count", "page_load_p95", path=tmp_path / "p.png")
     assert png.exists()
+
+
+def test_schema_describes_applications_and_users():
+    text = json.dumps(longpipe.schema())
+    for key in ("reading_time", "embedded_count", "read_rate", "max_active", "ladder", "UserSpec", "DistTable"):
+        assert key in text, key

@@ -7,7 +7,7 @@
 use super::dist::Dist;
 use super::io::{Action, App, Event, Msg, Tag};
 use super::spec::ArrivalsConfig;
-use super::web::{bytes, duration, stream};
+use super::web::{after, bytes, duration, stream};
 use crate::rng::RngStream;
 use crate::time::SimTime;
 
@@ -58,7 +58,7 @@ impl App for Arrivals {
             });
             out.push(Action::Close(conn));
         }
-        self.next = Some(now + duration(&self.gap, &mut self.arrival));
+        self.next = Some(after(now, duration(&self.gap, &mut self.arrival)));
     }
 
     fn next_timer(&self) -> Option<SimTime> {

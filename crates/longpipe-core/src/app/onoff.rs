@@ -3,16 +3,25 @@
 //! `rate` (in writes of [`WRITE`] bytes at evenly spaced times) or, with
 //! `rate = "bulk"`, as fast as TCP takes data; what TCP has not sent when an on period
 //! ends is dropped from the send buffer (the application stopped writing). One
-//! persistent connection.
+//! persistent connection. A period shorter than 1 ms is taken as 1 ms ([`MIN_PERIOD`]).
 
 use super::io::{Action, App, Event, Msg, Tag};
 use super::spec::OnOffConfig;
-use super::web::{duration, stream};
+use super::web::{after, duration, stream};
 use crate::rng::RngStream;
 use crate::time::{SimDuration, SimTime};
 
 /// Bytes per write at a given rate (one full-size Ethernet TCP segment's payload).
 pub const WRITE: u64 = 1460;
+
+/// The shortest on or off period: a draw below is taken as this (two zero-length
+/// periods would alternate forever at one instant). As TCP's timers' floor
+/// ([`crate::tcp::config::MIN_TIMER`]).
+pub const MIN_PERIOD: SimDuration = SimDuration::from_millis(1);
+
+fn period(d: &super::dist::Dist, r: &mut RngStream) -> SimDuration {
+    duration(d, r).max(MIN_PERIOD)
+}
 
 pub struct OnOff {
     cfg: OnOffConfig,
@@ -49,7 +58,7 @@ impl OnOff {
     fn start_on(&mut self, now: SimTime, out: &mut Vec<Action>) {
         self.on = true;
         self.since = now;
-        self.until = now + duration(&self.cfg.on, &mut self.on_rng);
+        self.until = after(now, period(&self.cfg.on, &mut self.on_rng));
         self.writes = 0;
         if self.cfg.rate.is_none() {
             out.push(Action::Unlimited { conn: 0, on: true });
@@ -92,7 +101,7 @@ impl App for OnOff {
                             out.push(Action::Unlimited { conn: 0, on: false });
                         }
                         self.since = now;
-                        self.until = now + duration(&self.cfg.off, &mut self.off_rng);
+                        self.until = after(now, period(&self.cfg.off, &mut self.off_rng));
                     }
                 } else if now >= self.until {
                     self.start_on(now, out);
@@ -144,6 +153,26 @@ mod tests {
             .collect();
         let want: Vec<u64> = (0..10).chain(20..30).collect();
         assert_eq!(times, want, "writes in [0, 1) s and [2, 3) s");
+    }
+
+    #[test]
+    fn zero_length_periods_last_a_millisecond() {
+        let mut a = OnOff::new(
+            OnOffConfig {
+                on: Dist::Fixed(0.0),
+                off: Dist::Fixed(0.0),
+                rate: None,
+            },
+            1,
+            0,
+        );
+        let mut out = vec![];
+        a.handle(SimTime(0), Event::Start, &mut out);
+        for k in 1..=4 {
+            let t = a.next_timer().unwrap();
+            assert_eq!(t, SimTime(k * 1_000_000), "time moves on");
+            a.handle(t, Event::Timer, &mut out);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::io::{Action, App, ConnId, Event, Msg, Record, Tag};
 use super::spec::RrConfig;
-use super::web::{bytes, duration, stream};
+use super::web::{after, bytes, duration, stream};
 use crate::rng::RngStream;
 use crate::time::SimTime;
 
@@ -110,7 +110,7 @@ impl App for RrClient {
                 if t.0 == 0 {
                     self.issue(now, out);
                 } else {
-                    self.timer = Some(now + t);
+                    self.timer = Some(after(now, t));
                 }
             }
             _ => {}

@@ -26,14 +26,26 @@ pub fn stream(seed: u64, flow: usize, name: &str) -> RngStream {
     RngStream::new(seed, &format!("app/{flow}/{name}"))
 }
 
-/// A size draw in whole bytes, at least 1 (ns-3 truncates to an integer).
+/// The largest size a draw gives (1 TB): a heavy tail cannot overflow byte counts.
+pub const MAX_DRAW_BYTES: u64 = 1_000_000_000_000;
+
+/// The longest time a draw gives (about 146 years).
+pub const MAX_DRAW_NS: u64 = 1 << 62;
+
+/// A size draw in whole bytes, at least 1 and at most [`MAX_DRAW_BYTES`] (ns-3 truncates
+/// to an integer).
 pub fn bytes(d: &Dist, r: &mut RngStream) -> u64 {
-    (d.sample(r) as u64).max(1)
+    (d.sample(r) as u64).clamp(1, MAX_DRAW_BYTES)
 }
 
-/// A time draw in whole nanoseconds.
+/// A time draw in whole nanoseconds, at most [`MAX_DRAW_NS`].
 pub fn duration(d: &Dist, r: &mut RngStream) -> SimDuration {
-    SimDuration(d.sample(r).round() as u64)
+    SimDuration((d.sample(r).round() as u64).min(MAX_DRAW_NS))
+}
+
+/// `now + d`, saturating at the end of time (a timer that never comes).
+pub fn after(now: SimTime, d: SimDuration) -> SimTime {
+    SimTime(now.0.saturating_add(d.0))
 }
 
 /// 3GPP's number of embedded objects: Pareto shape α, scale k, truncation m.
@@ -170,7 +182,7 @@ impl WebClient {
             }));
         }
         let t = duration(&self.cfg.reading_time.clone(), &mut self.read);
-        self.timer = Some((now + t, Wait::Reading));
+        self.timer = Some((after(now, t), Wait::Reading));
     }
 
     fn received(&mut self, now: SimTime, c: usize, n: u64, out: &mut Vec<Action>) {
@@ -196,7 +208,7 @@ impl WebClient {
         if !p.main_done {
             p.main_done = true;
             let t = duration(&self.cfg.parsing_time.clone(), &mut self.parse);
-            self.timer = Some((now + t, Wait::Parsing));
+            self.timer = Some((after(now, t), Wait::Parsing));
             return;
         }
         self.dispatch(now, out);
@@ -360,6 +372,22 @@ mod tests {
         w.handle(SimTime(t - 10 + 30_000_000_000), Event::Timer, &mut out);
         assert_eq!(writes(&out), vec![(0, 10_000)]);
         assert!(!out.contains(&Action::Open(0)), "persistent");
+    }
+
+    #[test]
+    fn heavy_tails_cannot_overflow_sizes_or_times() {
+        let mut r = RngStream::new(1, "t");
+        let d = Dist::Pareto {
+            shape: 0.001,
+            scale: 1e300,
+            max: f64::INFINITY,
+        };
+        assert_eq!(bytes(&d, &mut r), MAX_DRAW_BYTES);
+        assert_eq!(duration(&d, &mut r).0, MAX_DRAW_NS);
+        assert_eq!(
+            after(SimTime(u64::MAX - 5), SimDuration(10)),
+            SimTime(u64::MAX)
+        );
     }
 
     #[test]
