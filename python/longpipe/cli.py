@@ -99,12 +99,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         outputs: dict[Path, bytes | Path] = {}
         if out is not None:
             outputs[out / "result.json"] = (text + "\n").encode()
-            from .workload import TABLES
+            if res.records:  # the applications' tables: one CSV each that has rows
+                from .workload import TABLES
 
-            for table in TABLES:  # the applications' tables: one CSV each that has rows
-                df = getattr(res, table)
-                if len(df):
-                    outputs[out / f"{table}.csv"] = df.to_csv(index=False).encode()
+                for table in TABLES:
+                    df = getattr(res, table)
+                    if len(df):
+                        outputs[out / f"{table}.csv"] = df.to_csv(index=False).encode()
             if stage is not None:
                 for f in sorted(stage.glob("flow*.csv")):
                     outputs[out / f.name] = f
