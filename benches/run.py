@@ -54,6 +54,9 @@ def main():
             print(row(f"dumbbell, {n} flows", bench(p, repeat=1 if n == 1000 else 3)))
     for t in (15, 30, 60, 120):
         print(row(f"dumbbell100, {t} s simulated", bench(ROOT / "examples" / "dumbbell100.toml", t)))
+    # issue 28: 1000 web users (3GPP HTTP model) for 10 simulated minutes (target: well under a minute)
+    print(row("web1000: 1000 web users, 600 s (issue target: well under 60 s)", bench(ROOT / "benches" / "web1000.toml",
+                                                                                       repeat=1)))
     # seed 002's 80 Tahoe flows over cell-level ATM (issue target: 30 s in under 5 s)
     atm = ROOT / "examples" / "atm-wan.toml"
     print(row("atm-wan, EPD (issue target: <= 5 s)", bench(atm)))

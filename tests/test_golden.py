@@ -1,6 +1,7 @@
 """Golden runs: the examples and every ``reproduce --quick`` simulation give the results
 recorded in ``tests/golden/runs.jsonl`` (see ``tests/golden/record.py``), byte for byte
-up to the wall time: result JSON, every trace column and every pcap."""
+up to the wall time: result JSON, every trace column, every pcap and every column of the
+applications' record tables."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
-from record import digest, stable
+from record import digest, digest_records, stable
 
 from longpipe import _core
 
@@ -32,10 +33,11 @@ def _diff(a, b, path=""):
 
 
 def _replay(rec):
-    js, traces, pcaps, _wall = _core.run(json.dumps(rec["scenario"]), rec["seed"], rec["trace_all"], rec["trace_flows"],
-                                  rec["pcap"])
+    js, traces, pcaps, _wall, records = _core.run(json.dumps(rec["scenario"]), rec["seed"], rec["trace_all"],
+                                                  rec["trace_flows"], rec["pcap"], records=True)
     t, p = digest(traces, pcaps)
     problems = _diff(rec["result"], stable(js))
+    problems += _diff(rec.get("records", {}), digest_records(records), ".records")
     problems += _diff(rec["traces"], t, ".traces") + _diff(rec["pcaps"], p, ".pcaps")
     return rec["scenario"].get("name", "?"), problems
 

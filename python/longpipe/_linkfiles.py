@@ -1,4 +1,5 @@
-"""Files a scenario names (Mahimahi traces, schedule CSVs), read for the core.
+"""Files a scenario names (Mahimahi traces, schedule CSVs, applications' empirical
+distributions), read for the core.
 
 The core never reads files: the front end puts each named file's text into the
 scenario beside the key that names it (``loaded = { file, text }``), so the scenario
@@ -56,10 +57,32 @@ def _load(table: dict[str, Any], key: str, base: Path, where: str) -> None:
     table["loaded"] = {"file": name, "text": text}
 
 
+def _load_app_files(sc: dict[str, Any], base: Path) -> None:
+    """The CSV files of empirical distributions in flows' ``app`` tables
+    (``size = { kind = "empirical", file = "sizes.csv" }``), also in ``[[user.flow]]``."""
+    tables: list[tuple[str, Any]] = []
+    flows = sc.get("flow")
+    if isinstance(flows, list):
+        tables += [(f"flow[{i}]", f) for i, f in enumerate(flows)]
+    users = sc.get("user")
+    if isinstance(users, list):
+        for g, u in enumerate(users):
+            if isinstance(u, dict) and isinstance(u.get("flow"), list):
+                tables += [(f"user[{g}].flow[{j}]", f) for j, f in enumerate(u["flow"])]
+    for where, f in tables:
+        app = f.get("app") if isinstance(f, dict) else None
+        if not isinstance(app, dict):
+            continue
+        for key, dist in app.items():
+            if isinstance(dist, dict) and "file" in dist:
+                _load(dist, "file", base, f"{where}.app.{key}")
+
+
 def load_link_files(sc: dict[str, Any], source: str | None) -> None:
-    """Reads every file the links of ``sc`` name into ``sc`` (in place). Raises
-    ``ValueError(field_path, message)``."""
+    """Reads every file the links (and the applications) of ``sc`` name into ``sc`` (in
+    place). Raises ``ValueError(field_path, message)``."""
     base = Path(source).parent if source else Path.cwd()
+    _load_app_files(sc, base)
     links = sc.get("link")
     if not isinstance(links, list):
         return

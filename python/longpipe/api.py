@@ -293,6 +293,52 @@ class Result:
     #: Wall time of the simulation in seconds (not part of ``data``, which is the same for
     #: the same scenario and seed).
     wall_s: float = 0.0
+    #: The applications' record tables as columns (see :mod:`longpipe.workload`).
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def pages(self) -> pd.DataFrame:
+        """Web pages: flow, start, end, load (s), bytes, objects (NaN end: unfinished)."""
+        from .workload import frame
+
+        return frame(self.records, "pages")
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """Requests and responses: flow, conn, start, end, response_time (s), request and
+        response bytes."""
+        from .workload import frame
+
+        return frame(self.records, "requests")
+
+    @property
+    def chunks(self) -> pd.DataFrame:
+        """Video chunks: flow, index, start, end, download_time (s), bytes, bitrate."""
+        from .workload import frame
+
+        return frame(self.records, "chunks")
+
+    @property
+    def stalls(self) -> pd.DataFrame:
+        """Times a video did not play: flow, start, end, duration (s), startup."""
+        from .workload import frame
+
+        return frame(self.records, "stalls")
+
+    @property
+    def transfers(self) -> pd.DataFrame:
+        """Transfers of arrivals flows: flow, start, end, fct (s), bytes, rate_bps."""
+        from .workload import frame
+
+        return frame(self.records, "transfers")
+
+    @property
+    def users(self) -> pd.DataFrame:
+        """One row per user (each ``[[user]]``, else each application flow, else each
+        flow): goodput and the figures of its applications."""
+        from .workload import users
+
+        return users(self.data)
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -529,9 +575,9 @@ def run(
     trace_all, trace_flows = _check_timeseries(timeseries, src)
     text = json.dumps(sc, allow_nan=False)
     try:
-        js, traces, pcaps, wall_s = _core.run(text, seed, trace_all, trace_flows, specs, progress=progress,
-                                              force=bool(force),
-                                              trace_dir=None if timeseries_dir is None else os.fspath(timeseries_dir))
+        js, traces, pcaps, wall_s, records = _core.run(
+            text, seed, trace_all, trace_flows, specs, progress=progress, force=bool(force),
+            trace_dir=None if timeseries_dir is None else os.fspath(timeseries_dir), records=True)
     except _core.ScenarioError as e:
         path, msg = e.args
         raise ScenarioError(src, path, msg) from None
@@ -539,7 +585,10 @@ def run(
         import numpy as np
 
         traces = {int(k): {c: np.asarray(v) for c, v in d.items()} for k, d in traces.items()}
-    return Result(json.loads(js), traces, dict(pcaps), wall_s)
+    data = json.loads(js)
+    if "workload" not in data:
+        records = {}
+    return Result(data, traces, dict(pcaps), wall_s, records)
 
 
 def validate(scenario: str | os.PathLike[str] | Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

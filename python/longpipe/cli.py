@@ -99,6 +99,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         outputs: dict[Path, bytes | Path] = {}
         if out is not None:
             outputs[out / "result.json"] = (text + "\n").encode()
+            if res.records:  # the applications' tables: one CSV each that has rows
+                from .workload import TABLES
+
+                for table in TABLES:
+                    df = getattr(res, table)
+                    if len(df):
+                        outputs[out / f"{table}.csv"] = df.to_csv(index=False).encode()
             if stage is not None:
                 for f in sorted(stage.glob("flow*.csv")):
                     outputs[out / f.name] = f
@@ -200,8 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capture at node A's interface on link A-B (file A-B.pcap in --out)")
     r.add_argument("--timeseries", action="store_true", help="record per-flow time series (written with --out)")
     r.add_argument("--out", metavar="DIR",
-                   help="directory for result.json, pcaps and time series; a previous run's files "
-                        "there are replaced, never mixed with this run's (see docs/limits.md)")
+                   help="directory for result.json, pcaps, time series and the applications' tables "
+                        "(pages.csv, requests.csv, chunks.csv, stalls.csv, transfers.csv); a previous run's "
+                        "files there are replaced, never mixed with this run's (see docs/limits.md)")
     r.add_argument("--seeds", metavar="N", help="run N seeds (S..S+N-1 from --seed or the scenario's seed; or A..B, "
                    "or a list 1,5,9) and print mean ± 95%% confidence interval per flow")
     sweeps_cli.add_exec_args(r)

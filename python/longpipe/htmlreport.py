@@ -201,9 +201,30 @@ def _run_body(d: Path, data: Any) -> tuple[str, str]:
         ax.set_title(f"{data['scenario']}: congestion window, seed {data['seed']}")
         fig.tight_layout()
         figs.insert(0, _img(_fig_bytes(fig), "congestion window over time (from the time-series CSVs)"))
+    wl = workload_tables(d, data)
+    if wl:
+        from .plots import workload_figure
+
+        wfig = workload_figure({data["scenario"]: wl}, f"{data['scenario']}: applications, seed {data['seed']}")
+        if wfig is not None:
+            figs.insert(0, _img(_fig_bytes(wfig), "distributions of page load, response and completion times, "
+                                "FCT against size, and per-user goodput (from the tables' CSVs)"))
     if figs:
         parts.append("<h2>Figures</h2>" + "".join(figs))
     return f"longpipe run: {data['scenario']}", "\n".join(parts)
+
+
+def workload_tables(d: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The applications' tables a run directory holds (``pages.csv``...) and its users."""
+    from .workload import TABLES, users
+
+    if not data.get("workload"):
+        return {}
+    import pandas as pd
+
+    out: dict[str, Any] = {t: pd.read_csv(d / f"{t}.csv") for t in TABLES if (d / f"{t}.csv").exists()}
+    out["users"] = users(data)
+    return out
 
 
 def sweep_body(d: Path) -> tuple[str, str]:

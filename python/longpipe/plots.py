@@ -151,3 +151,100 @@ def time_sequence(ax: Any, r: Any, title: str, zoom: tuple[float, float] | None 
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
+
+
+def _cdf(ax: Any, x: Any, label: str | None) -> None:
+    """An empirical CDF: the fraction of values at or below each value."""
+    v = np.sort(np.asarray(x, dtype=float))
+    if len(v) == 0:
+        return
+    ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", lw=1.4, label=label)
+
+
+def _log_axis(axis: Any) -> None:
+    """Log scale with plain numbers at 1, 2, 5 × 10^k (not 2 × 10^0)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def workload_figure(runs: dict[str, dict[str, Any]], title: str) -> Any | None:
+    """Distributions of an application run (or of several, one line per label): CDFs of
+    page load time, response time and flow completion time, FCT against transfer size,
+    and the CDF of per-user goodput. ``runs`` maps a label to ``{"pages": DataFrame, ...,
+    "users": DataFrame}`` (:mod:`longpipe.workload`). Only panels with data are drawn;
+    None when there is nothing to draw. Unfinished rows (NaN) are left out and counted
+    in the legend."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    panels: list[tuple[str, str, str]] = []  # (table, column, label)
+    for table, col, label in (("pages", "load", "page load time (s)"), ("requests", "response_time", "response time (s)"),
+                              ("transfers", "fct", "flow completion time (s)"),
+                              ("chunks", "download_time", "chunk download time (s)")):
+        if any(len(t.get(table, [])) for t in runs.values()):
+            panels.append((table, col, label))
+    scatter = any(len(t.get("transfers", [])) for t in runs.values())
+    users = any(len(t.get("users", [])) > 1 for t in runs.values())
+    n = len(panels) + scatter + users
+    if n == 0:
+        return None
+    ncols = min(n, 2)
+    nrows = (n + ncols - 1) // ncols
+    fig = Figure(figsize=(6.2 * ncols, 4.2 * nrows))
+    FigureCanvasAgg(fig)
+    k = 0
+    for table, col, label in panels:
+        k += 1
+        ax = fig.add_subplot(nrows, ncols, k)
+        for name, t in runs.items():
+            df = t.get(table)
+            if df is None or len(df) == 0:
+                continue
+            x = df[col].dropna()
+            open_ = int(df[col].isna().sum())
+            _cdf(ax, x, f"{name} ({len(x)}" + (f", {open_} unfinished" if open_ else "") + ")")
+        ax.set_xscale("log")
+        _log_axis(ax.xaxis)
+        ax.set_xlabel(label)
+        ax.set_ylabel("fraction at or below")
+        ax.set_ylim(0, 1.01)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8, loc="lower right")
+        ax.set_title(f"CDF of {label.split(' (')[0]}", fontsize=10)
+    if scatter:
+        k += 1
+        ax = fig.add_subplot(nrows, ncols, k)
+        for name, t in runs.items():
+            df = t.get("transfers")
+            if df is None or len(df) == 0:
+                continue
+            d = df.dropna(subset=["fct"])
+            ax.scatter(d["bytes"], d["fct"], s=6, alpha=0.5, label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _log_axis(ax.yaxis)
+        ax.set_xlabel("transfer size (bytes)")
+        ax.set_ylabel("flow completion time (s)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8, markerscale=2)
+        ax.set_title("FCT against size", fontsize=10)
+    if users:
+        k += 1
+        ax = fig.add_subplot(nrows, ncols, k)
+        for name, t in runs.items():
+            u = t.get("users")
+            if u is None or len(u) == 0:
+                continue
+            _cdf(ax, u["goodput_bps"] / 1e6, f"{name} ({len(u)} users)")
+        ax.set_xlabel("goodput per user (Mbit/s)")
+        ax.set_ylabel("fraction of users at or below")
+        ax.set_ylim(0, 1.01)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+        ax.set_title("CDF of per-user goodput", fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig

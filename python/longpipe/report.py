@@ -24,6 +24,72 @@ def table(headers: list[str], rows: list[list[Any]], align: str | None = None) -
     return "\n".join(lines)
 
 
+def _secs(s: dict[str, Any] | None) -> str:
+    if not s:
+        return "-"
+    return f"mean {s['mean']:.3g} s, p50 {s['p50']:.3g} s, p95 {s['p95']:.3g} s, max {s['max']:.3g} s"
+
+
+def _rate(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x / 1e6:.3g} Mbit/s" if x >= 1e5 else f"{x / 1e3:.3g} kbit/s"
+
+
+def format_workload(data: dict[str, Any]) -> list[str]:
+    """Lines on the applications: pages, requests, chunks, transfers, and per-user figures
+    across users (nothing for a run of bulk flows)."""
+    w = data.get("workload")
+    if not w:
+        return []
+    out = ["", f"applications: {w['users']} user{'s' if w['users'] != 1 else ''}"]
+    for key, what, dur in (("pages", "pages", "load"), ("requests", "requests", "response"),
+                           ("chunks", "chunks", "download"), ("transfers", "transfers", "completion")):
+        t = w.get(key)
+        if t:
+            out.append(f"  {what}: {t['count']} done, {t['unfinished']} unfinished; {dur} {_secs(t.get('time_s'))}")
+    for b in w.get("fct_by_size") or []:
+        hi = "" if b["max_bytes"] is None else f"{b['max_bytes'] / 1e3:g} kB"
+        s = b.get("fct_s")
+        out.append(f"    {b['min_bytes'] / 1e3:g} kB-{hi}: {b['count']} transfers"
+                   + (f", FCT mean {s['mean']:.3g} s, p95 {s['p95']:.3g} s" if s else "")
+                   + (f", {b['unfinished']} unfinished" if b["unfinished"] else ""))
+    pu = w.get("per_user") or {}
+    rows = []
+    for key, label, fmt in (("goodput_bps", "goodput", _rate), ("page_load_s", "mean page load", None),
+                            ("response_s", "mean response", None), ("fct_s", "mean FCT", None),
+                            ("transfer_rate_bps", "transfer rate", _rate),
+                            ("rebuffer_ratio", "rebuffer ratio", None)):
+        a = pu.get(key)
+        if not a:
+            continue
+
+        def f(x: float | None, fmt: Any = fmt, key: str = key) -> str:
+            if x is None:
+                return "-"
+            if fmt is not None:
+                return str(fmt(x))
+            return f"{x:.3g}" + ("" if key == "rebuffer_ratio" else " s")
+
+        rows.append([label, f(a["mean"]), f(a["p50"]), f(a["p95"]), f(a["min"]), f(a["max"]),
+                     _fmt(a.get("jain"), ".3f")])
+    if rows:
+        out.append("")
+        out.append(table(["per user", "mean", "p50", "p95", "min", "max", "Jain"], rows, "lrrrrrr"))
+    users = data.get("users") or []
+    if users:
+        urows = []
+        for u in users:
+            urows.append([u["name"], u["kind"], _rate(u["goodput_bps"]),
+                          _fmt(u.get("page_load_mean_s"), ".3f"), _fmt(u.get("response_mean_s"), ".3f"),
+                          _fmt(u.get("fct_mean_s"), ".3f"), _fmt(u.get("rebuffer_ratio"), ".3f")])
+        if len(urows) > 20:
+            urows = urows[:10] + [["..."] + [""] * 6] + urows[-5:]
+        out.append("")
+        out.append(table(["user", "apps", "goodput", "page s", "resp s", "FCT s", "rebuf"], urows, "llrrrrr"))
+    return out
+
+
 def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
     out = [f"scenario {data['scenario']}  seed {data['seed']}  duration {data['duration_s']:g} s"
            + (f"  (statistics after {data['warmup_s']:g} s)" if data.get("warmup_s") else "")]
@@ -83,6 +149,7 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
         out.append("")
         out.append("nodes: " + ", ".join(f"{n.get('name')} {n.get('ipv4') or '-'} ({n.get('kind') or '?'})"
                                          if n.get("name") != "..." else "..." for n in shown))
+    out.extend(format_workload(data))
     span = data["duration_s"] - data.get("warmup_s", 0.0)
     agg = sum(f["bytes_delivered"] for f in data["flows"]) * 8.0 / span if span > 0 else 0.0
     j = data["fairness_jain"]

@@ -36,6 +36,19 @@ def digest(traces, pcaps) -> tuple[dict, dict]:
     return t, p
 
 
+def digest_records(records) -> dict:
+    """SHA-256 digests of the applications' record columns (empty: no applications)."""
+    import numpy as np
+
+    out = {}
+    for table in sorted(records or {}):
+        for col in sorted(records[table]):
+            a = np.ascontiguousarray(np.asarray(records[table][col]))
+            if a.size:
+                out[f"{table}.{col}"] = hashlib.sha256(a.tobytes()).hexdigest()[:16]
+    return out
+
+
 def stable(result_json: str) -> dict:
     d = json.loads(result_json)
     d.get("sim", {}).pop("wall_s", None)
@@ -52,13 +65,17 @@ def main() -> int:
     calls = []
 
     def recording(text, seed=None, trace_all=False, trace_flows=None, pcap=None, **kw):
-        js, traces, pcaps, wall_s = real(text, seed, trace_all, trace_flows, pcap, **kw)
+        out = real(text, seed, trace_all, trace_flows, pcap, **kw)
+        js, traces, pcaps, _wall = out[:4]
         t, p = digest(traces, pcaps)
         rec = {"scenario": json.loads(text), "seed": seed, "trace_all": trace_all, "trace_flows": trace_flows,
                "pcap": pcap, "result": stable(js), "traces": t, "pcaps": p}
+        r = digest_records(out[4]) if len(out) > 4 else {}
+        if r:  # only runs with applications have tables
+            rec["records"] = r
         with lock:
             calls.append(rec)
-        return js, traces, pcaps, wall_s
+        return out
 
     core.run = recording
     api._core.run = recording

@@ -8,6 +8,7 @@
 //! the simulator (`sim`). Entry point: [`run_json`] (scenario JSON text in,
 //! [`sim::RunOutput`] out). See docs/architecture.md.
 
+pub mod app;
 pub mod element;
 pub mod engine;
 pub mod error;

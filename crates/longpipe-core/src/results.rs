@@ -5,6 +5,7 @@
 //! Counters are the elements' own counter structs, flattened in: nothing is copied
 //! field by field.
 
+use crate::app::records::{FlowApp, UserResult, Workload};
 use crate::l2::atm::report::{AtmLineReport, AtmReport};
 use crate::l2::rlc::{RlcCounters, RlcReport};
 use crate::l2::DirCounters;
@@ -44,6 +45,9 @@ pub struct FlowResult {
     pub mean_rtt_s: Option<f64>,
     pub mss: u32,
     pub start_s: f64,
+    /// An application flow's figures (one user's): only for kinds other than bulk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<FlowApp>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -231,6 +235,13 @@ pub struct SimResult {
     /// Per-VC ATM counters (only when the scenario has ATM links).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub atm: Option<AtmReport>,
+    /// The users of `[[user]]` groups (only when the scenario has some).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<UserResult>,
+    /// Pages, requests, chunks and transfers of the applications, and per-user figures
+    /// across users (only when a flow's application is not bulk).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<Workload>,
     pub sim: SimStats,
 }
 

@@ -430,6 +430,7 @@ pub fn flow_result(sc: &ValidScenario, i: usize, o: &Outcome, warmup: u64, end: 
             extra: Default::default(),
         },
         extra: None,
+        app: None,
         completion_time_s: o
             .rx
             .completed_at

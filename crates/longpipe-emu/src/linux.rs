@@ -168,6 +168,27 @@ pub fn map(
     let mut iw_of: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
     for f in &sc.flows {
         let p = format!("flow[{}]", f.spec_index);
+        if f.user.is_some() {
+            return err(
+                f.path.clone(),
+                "user groups are simulated only (longpipe run): write [[flow]] tables",
+            );
+        }
+        if f.app.is_workload() || f.app.read_rate.is_some() {
+            return err(
+                format!("{p}.app"),
+                format!(
+                    "the emulator runs bulk transfers only (kind = {:?}{} is simulated: \
+                     longpipe run)",
+                    f.app.kind().name(),
+                    if f.app.read_rate.is_some() {
+                        ", read_rate"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
         let t = &f.tcp;
         let kcc = match cc {
             Some(c) => c.to_string(),

@@ -45,6 +45,8 @@ pub fn result(
         fairness_jain: fairness_jain(&g),
         gateways: Vec::new(),
         atm: None,
+        users: Vec::new(),
+        workload: None,
         nodes: NodeResult::all(sc),
         sim: SimStats { events },
     }

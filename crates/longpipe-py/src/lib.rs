@@ -40,8 +40,9 @@ fn to_py_err(e: CoreError) -> PyErr {
 
 type SimDone = (Result<RunOutput, CoreError>, f64);
 
-/// What `run` returns to Python: (result JSON, traces, pcaps, wall seconds).
-type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
+/// What `run` returns to Python: (result JSON, traces, pcaps, wall seconds), and the
+/// applications' record tables when asked (`records=True`).
+type RunReturn = PyObject;
 
 /// Runs a scenario given as JSON text.
 ///
@@ -50,9 +51,12 @@ type RunReturn = (String, PyObject, Vec<(String, PyObject)>, f64);
 /// out of the result, which is the same bytes for the same scenario and seed). `progress`, if given, is called as
 /// `progress(simulated_ns, duration_ns)` about every `progress_every` seconds of wall
 /// time while the run goes on. Ctrl-C stops the run and raises `KeyboardInterrupt`.
+/// With `records=True` a fifth item follows: the applications' tables (`pages`,
+/// `requests`, `chunks`, `stalls`, `transfers`), each a dict of numpy columns (an empty
+/// dict for a run without applications).
 #[pyfunction]
 #[pyo3(signature = (scenario_json, seed=None, trace_all=false, trace_flows=None, pcap=None,
-                    *, progress=None, progress_every=0.5, force=false, trace_dir=None))]
+                    *, progress=None, progress_every=0.5, force=false, trace_dir=None, records=false))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -65,6 +69,7 @@ fn run(
     progress_every: f64,
     force: bool,
     trace_dir: Option<std::path::PathBuf>,
+    records: bool,
 ) -> PyResult<RunReturn> {
     let sc = longpipe_core::scenario::parse_json(scenario_json)
         .and_then(|s| s.validate())
@@ -198,12 +203,63 @@ fn run(
         d.set_item("sack_right", t.sack_right.into_pyarray_bound(py))?;
         traces.set_item(id, d)?;
     }
-    let pcaps = out
+    let pcaps: Vec<(String, PyObject)> = out
         .pcaps
         .into_iter()
         .map(|(s, b)| (s, PyBytes::new_bound(py, &b).into_any().unbind()))
         .collect();
-    Ok((json, traces.into_any().unbind(), pcaps, wall))
+    let traces = traces.into_any().unbind();
+    if records {
+        // no arrays (and no NumPy import) for a run without applications
+        let r = if out.records.rows() > 0 {
+            record_tables(py, out.records)?
+        } else {
+            PyDict::new_bound(py).into_any().unbind()
+        };
+        return Ok((json, traces, pcaps, wall, r).into_py(py));
+    }
+    Ok((json, traces, pcaps, wall).into_py(py))
+}
+
+/// The applications' records as {table: {column: numpy array}}.
+fn record_tables(py: Python<'_>, r: longpipe_core::app::records::AppRecords) -> PyResult<PyObject> {
+    let d = PyDict::new_bound(py);
+    let t = PyDict::new_bound(py);
+    t.set_item("flow", r.page_flow.into_pyarray_bound(py))?;
+    t.set_item("start_ns", r.page_start_ns.into_pyarray_bound(py))?;
+    t.set_item("end_ns", r.page_end_ns.into_pyarray_bound(py))?;
+    t.set_item("bytes", r.page_bytes.into_pyarray_bound(py))?;
+    t.set_item("objects", r.page_objects.into_pyarray_bound(py))?;
+    d.set_item("pages", t)?;
+    let t = PyDict::new_bound(py);
+    t.set_item("flow", r.req_flow.into_pyarray_bound(py))?;
+    t.set_item("conn", r.req_conn.into_pyarray_bound(py))?;
+    t.set_item("start_ns", r.req_start_ns.into_pyarray_bound(py))?;
+    t.set_item("end_ns", r.req_end_ns.into_pyarray_bound(py))?;
+    t.set_item("request", r.req_request.into_pyarray_bound(py))?;
+    t.set_item("response", r.req_response.into_pyarray_bound(py))?;
+    d.set_item("requests", t)?;
+    let t = PyDict::new_bound(py);
+    t.set_item("flow", r.chunk_flow.into_pyarray_bound(py))?;
+    t.set_item("index", r.chunk_index.into_pyarray_bound(py))?;
+    t.set_item("start_ns", r.chunk_start_ns.into_pyarray_bound(py))?;
+    t.set_item("end_ns", r.chunk_end_ns.into_pyarray_bound(py))?;
+    t.set_item("bytes", r.chunk_bytes.into_pyarray_bound(py))?;
+    t.set_item("bitrate", r.chunk_bitrate.into_pyarray_bound(py))?;
+    d.set_item("chunks", t)?;
+    let t = PyDict::new_bound(py);
+    t.set_item("flow", r.stall_flow.into_pyarray_bound(py))?;
+    t.set_item("start_ns", r.stall_start_ns.into_pyarray_bound(py))?;
+    t.set_item("end_ns", r.stall_end_ns.into_pyarray_bound(py))?;
+    t.set_item("startup", r.stall_startup.into_pyarray_bound(py))?;
+    d.set_item("stalls", t)?;
+    let t = PyDict::new_bound(py);
+    t.set_item("flow", r.xfer_flow.into_pyarray_bound(py))?;
+    t.set_item("start_ns", r.xfer_start_ns.into_pyarray_bound(py))?;
+    t.set_item("end_ns", r.xfer_end_ns.into_pyarray_bound(py))?;
+    t.set_item("bytes", r.xfer_bytes.into_pyarray_bound(py))?;
+    d.set_item("transfers", t)?;
+    Ok(d.into_any().unbind())
 }
 
 /// Parses and validates a scenario without running it; raises ScenarioError.

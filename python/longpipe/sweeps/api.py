@@ -56,6 +56,23 @@ class Sweep:
 
         return pd.DataFrame(self.rows)
 
+    @property
+    def users(self) -> pd.DataFrame:
+        """One row per user per run: run id, seed, the grid parameters, then the user's
+        goodput and figures (:func:`longpipe.workload.user_rows`)."""
+        import json
+
+        import pandas as pd
+
+        from ..workload import user_rows
+
+        rows = []
+        for r in self.rows:
+            head = {"run_id": r["run_id"], "seed": r["seed"], **{k: r.get(k) for k in self.keys}}
+            for u in user_rows(json.loads(r["result"])):
+                rows.append({**head, **u})
+        return pd.DataFrame(rows)
+
     def summary(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
         """Mean and 95 % CI half-width per point (``<metric>_mean``, ``<metric>_ci95``)."""
         import pandas as pd

@@ -24,8 +24,10 @@ GRID_HELP = ("a scenario key and its values: KEY=V1,V2,... or KEY=LO..HI:log:N o
              "(keys as for --set, e.g. flow.tcp=newreno,hybla or link[1].loss.p=1e-4..1e-2:log:9); repeat "
              "for more keys (every combination runs)")
 SEEDS_HELP = "seeds per point: N (seeds S..S+N-1 from --seed or the scenario's seed, default 1), A..B, or a list 1,5,9"
-METRIC_HELP = ("metric: goodput, retx, rto, fr, rtt, completion, fairness, utilization, a store column, or a "
-               "result path such as flows[1].goodput_bps")
+METRIC_HELP = ("metric: goodput, retx, rto, fr, rtt, completion, fairness, utilization; for applications and "
+               "users page_load, page_load_p95, response_p95, fct_p95, rebuffer, user_goodput_min, user_jain, "
+               "users_ge:2Mbps, share_ge:2Mbps (users' goodput; add :transfer_rate for their download rate); a store "
+               "column, or a result path such as flows[1].goodput_bps")
 
 
 def add_exec_args(p: argparse.ArgumentParser) -> None:

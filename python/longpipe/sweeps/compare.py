@@ -92,6 +92,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         per_point.setdefault(tuple(v for _, v in t.params), []).append(res)
     keys = [a.key for a in axes]
     records = []
+    # applications: their figures across users beside flow --flow's
+    app_fields = workload_fields(results)
     for pt, rs in per_point.items():
         st = flow_stats(rs, args.flow)
         rec: dict[str, Any] = dict(zip(keys, pt))
@@ -100,6 +102,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             rec[f"{k}_mean"] = st[k]["mean"]
             rec[f"{k}_ci95"] = st[k]["ci95"]
         rec["segments_sent_mean"] = st["segments_sent"]["mean"]
+        for k, (m, ci) in workload_stats(rs, app_fields).items():
+            rec[f"{k}_mean"] = m
+            rec[f"{k}_ci95"] = ci
         records.append(rec)
     name = results[0]["scenario"]
     sets = " ".join(f"--set {k}={format_value(v)}" for k, v in ov.items())
@@ -117,18 +122,39 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"applied: {sets}")
         rows = []
         nan = float("nan")
+        fields = list(FLOW_FIELDS) + app_fields
         for rec in records:
             rows.append([display_value(rec[k]) for k in keys]
                         + [fmt_mean_ci(nan if rec[f"{k}_mean"] is None else rec[f"{k}_mean"],
                                        nan if rec[f"{k}_ci95"] is None else rec[f"{k}_ci95"], sc)
-                           for k, _, sc in FLOW_FIELDS])
-        print(table(keys + [h for _, h, _ in FLOW_FIELDS], rows, "l" * len(keys) + "r" * len(FLOW_FIELDS)))
+                           for k, _, sc in fields])
+        print(table(keys + [h for _, h, _ in fields], rows, "l" * len(keys) + "r" * len(fields)))
+        if app_fields:
+            print("applications: page/response/FCT p95 over all of a run's pages, requests, transfers; user "
+                  "goodput across users")
     if args.plot:
         from .. import api
         from ..plots import compare_figure
         from .grid import apply_point
 
         base, src = api.prepare(args.scenario, ov)
+        if app_fields:  # applications: their distributions, one line per variant
+            from .._io import save_figure
+            from ..plots import workload_figure
+            from ..workload import TABLES
+
+            tables = {}
+            for pt in per_point:
+                label = ", ".join(display_value(v) for v in pt)
+                r = api.run(apply_point(base, list(zip(keys, pt)), src), seed=seeds[0])
+                tables[label] = {t: getattr(r, t) for t in TABLES} | {"users": r.users}
+            title = f"{name}: applications, seed {seeds[0]}, {caption(base)}" + (f"\n{sets}" if sets else "")
+            fig = workload_figure(tables, title)
+            if fig is not None:
+                save_figure(fig, args.plot, dpi=110)
+            if not (args.json or args.csv):
+                print(f"wrote {args.plot}")
+            return 0
         runs = {}
         for pt in per_point:
             label = ", ".join(display_value(v) for v in pt)
@@ -141,6 +167,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not (args.json or args.csv):
             print(f"wrote {args.plot}")
     return 0
+
+
+#: Figures of applications shown by compare: (user_stats key, header, display scale).
+APP_FIELDS = (("page_load_p95_s", "page p95 s", 1.0), ("response_p95_s", "resp p95 s", 1.0),
+              ("fct_p95_s", "FCT p95 s", 1.0), ("rebuffer_ratio_mean", "rebuffer", 1.0),
+              ("user_goodput_min_bps", "user min Mbit/s", 1e-6), ("user_goodput_p50_bps", "user p50 Mbit/s", 1e-6))
+
+
+def workload_fields(results: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """The application figures that apply to these results (none without applications)."""
+    from ..workload import user_stats
+
+    if not any(r.get("workload") for r in results):
+        return []
+    stats = [user_stats(r) for r in results]
+    return [f for f in APP_FIELDS if any(s.get(f[0]) is not None for s in stats)]
+
+
+def workload_stats(results: list[dict[str, Any]], fields: list[tuple[str, str, float]]) -> dict[str, tuple[Any, Any]]:
+    """Mean and 95 % CI half-width over runs of each application figure."""
+    from ..workload import user_stats
+    from .summary import mean_ci95
+
+    stats = [user_stats(r) for r in results]
+    out: dict[str, tuple[Any, Any]] = {}
+    for k, _, _ in fields:
+        xs = [float(s[k]) for s in stats if s.get(k) is not None]
+        m, ci = mean_ci95(xs)
+        out[k] = (m if xs else None, None if ci != ci else ci)
+    return out
 
 
 def caption(sc: dict[str, Any]) -> str:

@@ -133,14 +133,30 @@ def make_row(rid: str, sc_hash: str, version: str, seed: int, params: Sequence[t
     for k, v in params:
         row[k] = _param_type(v)[1]
     row.update(metrics(data))
+    row.update(_user_metrics(data))
     row["result"] = json.dumps(stable_result(data), separators=(",", ":"))
     return row
 
 
 def param_names(row: Mapping[str, Any]) -> list[str]:
     """The grid parameters of a row (its columns between HEAD and METRICS), in order."""
-    fixed = {*HEAD, *(m for m, _, _ in METRICS), "result"}
+    fixed = {*HEAD, *(m for m, _, _ in METRICS), *_user_metric_types(), "result"}
     return [k for k in row if k not in fixed]
+
+
+# Per-user statistics (longpipe.workload.USER_METRICS): extra columns after the metrics
+# above, so that "how many users get 2 Mbit/s" or "page load p95" needs no pass over the
+# stored results. Additive: a store written before them is read from its results.
+def _user_metrics(data: Mapping[str, Any]) -> dict[str, Any]:
+    from ..workload import user_stats
+
+    return user_stats(data)
+
+
+def _user_metric_types() -> dict[str, str]:
+    from ..workload import USER_METRICS
+
+    return {m: t for m, t, _ in USER_METRICS}
 
 
 def _param_type(v: Any) -> tuple[str, Any]:
@@ -161,7 +177,7 @@ def _table(row: Mapping[str, Any]) -> pa.Table:
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
     fixed = {"run_id": "string", "scenario_hash": "string", "longpipe_version": "string", "seed": "int64",
-             "result": "string", **{m: t for m, t, _ in METRICS}}
+             "result": "string", **{m: t for m, t, _ in METRICS}, **_user_metric_types()}
     fields, arrays = [], []
     for k, v in row.items():
         if k in fixed:
@@ -203,21 +219,27 @@ class RunFileError(Exception):
 
 def check_table(t: pa.Table, rid: str) -> dict[str, Any]:
     """The row of a run file's table, or RunFileError: one row; the columns HEAD, then
-    parameters, then METRICS, then ``result``, with the types :func:`_table` writes; a
+    parameters, then METRICS, then (in stores written since) the per-user columns, then
+    ``result``, with the types :func:`_table` writes; a
     run id that is the file's name and the hash of its scenario hash and seed."""
     import pyarrow as pa
 
     if t.num_rows != 1:
         raise RunFileError(f"holds {t.num_rows} rows, expected 1")
-    names = t.schema.names
-    n_head, n_tail = len(HEAD), len(METRICS) + 1
-    if len(names) < n_head + n_tail or tuple(names[:n_head]) != HEAD or names[-1] != "result" \
-            or tuple(names[-n_tail:-1]) != tuple(m for m, _, _ in METRICS):
+    names = list(t.schema.names)
+    # the per-user columns are additive: a store written before them has none
+    users = tuple(_user_metric_types())
+    body = names[:-1]
+    if tuple(body[-len(users):]) == users:
+        body = body[:-len(users)]
+    n_head, n_metrics = len(HEAD), len(METRICS)
+    if len(body) < n_head + n_metrics or tuple(names[:n_head]) != HEAD or names[-1] != "result" \
+            or tuple(body[-n_metrics:]) != tuple(m for m, _, _ in METRICS):
         shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
         raise RunFileError(f"has the columns {shown}; not a longpipe run")
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
     want = {"run_id": "string", "scenario_hash": "string", "longpipe_version": "string", "seed": "int64",
-            "result": "string", **{m: ty for m, ty, _ in METRICS}}
+            "result": "string", **{m: ty for m, ty, _ in METRICS}, **_user_metric_types()}
     for f in t.schema:
         if f.name in want:
             ok = f.type == types[want[f.name]]

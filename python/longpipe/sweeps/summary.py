@@ -27,6 +27,14 @@ ALIASES = {
     "rto": "timeouts", "rtos": "timeouts", "fr": "fast_recoveries", "rtt": "mean_rtt_s",
     "completion": "completion_time_s", "done": "completion_time_s", "fairness": "fairness_jain",
     "jain": "fairness_jain", "utilization": "utilization_max", "util": "utilization_max",
+    # applications and users (longpipe.workload.USER_METRICS)
+    "page_load": "page_load_mean_s", "page_load_mean": "page_load_mean_s", "page_load_p95": "page_load_p95_s",
+    "response": "response_mean_s", "response_mean": "response_mean_s", "response_p95": "response_p95_s",
+    "fct": "fct_mean_s", "fct_mean": "fct_mean_s", "fct_p95": "fct_p95_s", "rebuffer": "rebuffer_ratio_mean",
+    "rebuffer_max": "rebuffer_ratio_max", "startup": "startup_mean_s", "user_goodput": "user_goodput_mean_bps",
+    "user_goodput_min": "user_goodput_min_bps", "user_goodput_p5": "user_goodput_p5_bps",
+    "user_goodput_p50": "user_goodput_p50_bps", "user_jain": "user_goodput_jain",
+    "transfer_rate_min": "transfer_rate_min_bps",
 }
 DEFAULT_METRICS = ("goodput_bps", "retransmitted_segments", "timeouts", "mean_rtt_s")
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[\d+\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\d+\])?)*$")
@@ -53,12 +61,48 @@ _LABELS = {
     "fast_recoveries": ("fast recoveries", 1.0, ""), "fairness_jain": ("Jain fairness", 1.0, ""),
     "bytes_delivered": ("bytes delivered", 1e-6, "MB"), "segments_sent": ("segments sent", 1.0, ""),
     "drops_queue": ("queue drops", 1.0, ""), "drops_loss": ("loss drops", 1.0, ""), "events": ("events", 1.0, ""),
+    "users": ("users", 1.0, ""), "user_goodput_mean_bps": ("mean user goodput", 1e-6, "Mbit/s"),
+    "user_goodput_p50_bps": ("median user goodput", 1e-6, "Mbit/s"),
+    "user_goodput_p5_bps": ("5th-percentile user goodput", 1e-6, "Mbit/s"),
+    "user_goodput_min_bps": ("lowest user goodput", 1e-6, "Mbit/s"),
+    "user_goodput_jain": ("Jain fairness across users", 1.0, ""),
+    "page_load_mean_s": ("mean page load", 1.0, "s"), "page_load_p95_s": ("page load p95", 1.0, "s"),
+    "pages_unfinished": ("pages unfinished", 1.0, ""), "response_mean_s": ("mean response time", 1.0, "s"),
+    "response_p95_s": ("response time p95", 1.0, "s"), "fct_mean_s": ("mean FCT", 1.0, "s"),
+    "fct_p95_s": ("FCT p95", 1.0, "s"), "transfer_rate_min_bps": ("lowest user transfer rate", 1e-6, "Mbit/s"),
+    "rebuffer_ratio_mean": ("mean rebuffer ratio", 1.0, ""), "rebuffer_ratio_max": ("largest rebuffer ratio", 1.0, ""),
+    "startup_mean_s": ("mean start-up delay", 1.0, "s"),
 }
 KNOWN = {m for m, _, _ in METRICS}
+#: Per-user statistics: a store column, or computed from the stored result.
+USER_KEYS = {"users", "user_goodput_mean_bps", "user_goodput_p50_bps", "user_goodput_p5_bps", "user_goodput_min_bps",
+             "user_goodput_jain", "page_load_mean_s", "page_load_p95_s", "pages_unfinished", "response_mean_s",
+             "response_p95_s", "fct_mean_s", "fct_p95_s", "transfer_rate_min_bps", "rebuffer_ratio_mean",
+             "rebuffer_ratio_max", "startup_mean_s"}
+KNOWN |= USER_KEYS
+#: ``users_ge:2Mbps`` (users whose goodput reaches 2 Mbit/s) and ``share_ge:2Mbps`` (their
+#: share of the users); ``...:transfer_rate`` compares the users' mean transfer rate (of
+#: their arrivals flows' transfers) instead of their goodput.
+_AT_LEAST = re.compile(r"^(users|share)_ge:\s*([0-9.eE+-]+\s*[A-Za-z/]+?)(?::(goodput|transfer_rate))?$")
+_PER_USER_RATE = {None: "goodput_bps", "goodput": "goodput_bps", "transfer_rate": "transfer_rate_mean_bps"}
+
+
+def _threshold(text: str) -> float | None:
+    from ..plots import _RATES, parse_quantity
+
+    return parse_quantity(text.replace("bit/s", "bps").replace("Mbit/s", "Mbps"), _RATES)
 
 
 def metric(name: str) -> Metric:
     """Resolves a metric name; raises ScenarioError for an unknown one."""
+    at = _AT_LEAST.match(name.strip())
+    if at:
+        if _threshold(at[2]) is None:
+            raise ScenarioError(None, "metric", f"{name!r}: expected a rate such as users_ge:2Mbps")
+        what = "users" if at[1] == "users" else "share of users"
+        rate = "" if at[3] is None else f":{at[3]}"
+        of = "goodput" if at[3] is None else at[3].replace("_", " ")
+        return Metric(f"{at[1]}_ge:{at[2].strip()}{rate}", f"{what} with {of} ≥ {at[2].strip()}", 1.0, "")
     n = ALIASES.get(name.strip().lower(), name.strip())
     if n in _LABELS:
         label, scale, unit = _LABELS[n]
@@ -76,8 +120,8 @@ def metric(name: str) -> Metric:
             return Metric(n, n[: -len("_s")], 1.0, "s")
         return Metric(n, n)
     known = ", ".join(sorted(set(ALIASES) | KNOWN))
-    raise ScenarioError(None, "metric", f"unknown metric {name!r}: use one of {known}, or a result path "
-                        "such as flows[0].goodput_bps")
+    raise ScenarioError(None, "metric", f"unknown metric {name!r}: use one of {known}, users_ge:RATE, "
+                        "share_ge:RATE, or a result path such as flows[0].goodput_bps")
 
 
 _MISSING = object()
@@ -99,9 +143,23 @@ def _walk(doc: Any, path: str) -> Any:
 
 def values(rows: Sequence[Mapping[str, Any]], m: Metric) -> list[float | None]:
     """The metric of each row (None where absent)."""
+    from ..workload import rated_users, user_stats, users_at_least
+
     out: list[float | None] = []
+    at = _AT_LEAST.match(m.name)
     for r in rows:
-        v = r.get(m.name) if m.name in r else _walk(json.loads(r["result"]), m.name)
+        if at:
+            data = json.loads(r["result"])
+            key = _PER_USER_RATE[at[3]]
+            n = users_at_least(data, _threshold(at[2]) or 0.0, key)
+            total = len(rated_users(data, key))
+            v: Any = n if at[1] == "users" else (n / total if total else None)
+        elif m.name in r:
+            v = r.get(m.name)
+        elif m.name in USER_KEYS:  # a store written before these columns
+            v = user_stats(json.loads(r["result"])).get(m.name)
+        else:
+            v = _walk(json.loads(r["result"]), m.name)
         out.append(None if v is None or v is _MISSING or isinstance(v, (str, dict, list)) else float(v))
     return out
 
@@ -135,7 +193,7 @@ def check_present(rows: Sequence[Mapping[str, Any]], m: Metric) -> None:
     """ScenarioError for a result path that no stored run has (``flows[99].goodput_bps``
     in a sweep of one flow), or that names a table rather than a number: a typo, not a
     metric whose value is missing."""
-    if not rows or m.name in rows[0]:
+    if not rows or m.name in rows[0] or m.name in USER_KEYS or _AT_LEAST.match(m.name):
         return
     found = [_walk(json.loads(r["result"]), m.name) for r in rows]
     if all(v is _MISSING for v in found):

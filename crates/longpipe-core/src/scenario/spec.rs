@@ -43,9 +43,27 @@ pub struct Scenario {
     /// TCP flows.
     #[serde(default)]
     pub flow: Vec<FlowSpec>,
+    /// Groups of users, each user with the flows listed (`[[user.flow]]`).
+    #[serde(default)]
+    pub user: Vec<UserSpec>,
     /// Defaults of every `atm-switch` (policy, buffer, thresholds).
     #[serde(default)]
     pub atm: Option<SwitchSpec>,
+}
+
+/// `count` users, each with its own copy of the flows listed (a web session and a
+/// video stream, say); per-user results add up each user's flows.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserSpec {
+    /// Users are named NAME#0, NAME#1, ... (default "user[i]").
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Users in the group (default 1).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Each user's flows, as `[[flow]]` tables.
+    pub flow: Vec<FlowSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]

@@ -3,6 +3,7 @@
 //! with their resolved TCP.
 
 use super::spec::NodeKind;
+use crate::app::AppConfig;
 use crate::l2::atm::PortLimits;
 use crate::l2::Layer2Config;
 use crate::middlebox::gateway::GatewayConfig;
@@ -92,7 +93,13 @@ impl LinkInfo {
 #[derive(Debug, Clone)]
 pub struct FlowInfo {
     pub id: usize,
+    /// The index of its `[[flow]]` table (for a user's flow: of `[[user.flow]]` in its
+    /// group).
     pub spec_index: usize,
+    /// Where it is written: `flow[i]` or `user[g].flow[j]`.
+    pub path: String,
+    /// The user it belongs to ([`ValidScenario::users`]), if it is in a `[[user]]` group.
+    pub user: Option<usize>,
     pub src: usize,
     pub dst: usize,
     /// The flow's TCP, resolved once (both ends use it).
@@ -101,6 +108,8 @@ pub struct FlowInfo {
     pub app_bytes: Option<u64>,
     /// When the sender opens the connection.
     pub start: SimTime,
+    /// What the flow's endpoints do (`app`): a bulk transfer or an application.
+    pub app: AppConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -112,6 +121,9 @@ pub struct ValidScenario {
     pub nodes: Vec<NodeInfo>,
     pub links: Vec<LinkInfo>,
     pub flows: Vec<FlowInfo>,
+    /// The users of `[[user]]` groups, by name (`NAME#i`), in order; their flows say
+    /// which.
+    pub users: Vec<String>,
 }
 
 impl ValidScenario {

@@ -16,6 +16,8 @@ use crate::net::link::LinkDirConfig;
 use crate::net::loss::{LossModel, LossSpec};
 use crate::net::queue::QueueSpec;
 use crate::net::schedule::LinkShape;
+use crate::app::{AppConfig, AppSpec};
+use crate::tcp::config::{FlowSpec, FlowTraffic};
 use crate::tcp::profile::TcpProfile;
 use crate::time::{Rate, SimDuration, SimTime};
 use crate::units::Duration;
@@ -49,7 +51,7 @@ impl Names {
 
     /// Takes `n` more ports at node `i`; false if it would have too many.
     fn take_ports(&mut self, i: usize, n: usize) -> bool {
-        self.ports[i] += n;
+        self.ports[i] = self.ports[i].saturating_add(n);
         self.ports[i] <= MAX_LINKS_PER_NODE
     }
 }
@@ -133,7 +135,7 @@ impl Scenario {
             links.push(self.link_info(i, l, parallel[i], &mut names)?);
         }
         let nodes = self.roles(&names, &links)?;
-        let flows = self.flows(&mut names)?;
+        let (flows, users) = self.flows(&mut names, &links)?;
         self.check_atm(&nodes, &links, &flows)?;
         Ok(ValidScenario {
             name: self.name.clone().unwrap_or_else(|| "scenario".into()),
@@ -143,6 +145,7 @@ impl Scenario {
             nodes,
             links,
             flows,
+            users,
         })
     }
 
@@ -353,16 +356,43 @@ impl Scenario {
         Ok(GatewayInfo { cfg, uplink })
     }
 
-    /// Every flow (`count` copies of each `[[flow]]`), each an endpoint (a port) at its
-    /// source and destination.
-    fn flows(&self, names: &mut Names) -> Result<Vec<FlowInfo>, ScenarioError> {
+    /// Every flow (`count` copies of each `[[flow]]` table, and of each user group's
+    /// flows once per user), each an endpoint (a port) at its source and destination (an
+    /// application flow one per connection slot); and the users' names.
+    fn flows(
+        &self,
+        names: &mut Names,
+        links: &[LinkInfo],
+    ) -> Result<(Vec<FlowInfo>, Vec<String>), ScenarioError> {
+        for (g, u) in self.user.iter().enumerate() {
+            if u.count == Some(0) {
+                return err(format!("user[{g}].count"), "must be at least 1");
+            }
+            if u.flow.is_empty() {
+                return err(format!("user[{g}].flow"), "a user needs at least one flow");
+            }
+        }
+        // (path, table, users it is copied for, group, index in its list)
+        let tables: Vec<(String, &FlowSpec, u64, Option<usize>, usize)> = self
+            .flow
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("flow[{i}]"), f, 1, None, i))
+            .chain(self.user.iter().enumerate().flat_map(|(g, u)| {
+                let users = u.count.unwrap_or(1) as u64;
+                u.flow
+                    .iter()
+                    .enumerate()
+                    .map(move |(j, f)| (format!("user[{g}].flow[{j}]"), f, users, Some(g), j))
+            }))
+            .collect();
         // The flow count is checked before anything is allocated for it.
         let mut total: u64 = 0;
-        for (i, f) in self.flow.iter().enumerate() {
-            total += f.count.unwrap_or(1) as u64;
+        for (p, f, users, _, _) in &tables {
+            total += f.count.unwrap_or(1) as u64 * users;
             if total > MAX_FLOWS {
                 return err(
-                    format!("flow[{i}].count"),
+                    format!("{p}.count"),
                     format!(
                         "the scenario would have {total} or more flows; at most {MAX_FLOWS} \
                          (docs/limits.md)"
@@ -370,9 +400,23 @@ impl Scenario {
                 );
             }
         }
-        let mut flows = Vec::with_capacity(total as usize);
-        for (i, f) in self.flow.iter().enumerate() {
-            let p = format!("flow[{i}]");
+        let atm_links = links.iter().any(|l| {
+            l.dirs
+                .iter()
+                .any(|d| matches!(d.layer2, Some(Layer2Config::Atm(_))))
+        });
+        struct Resolved {
+            spec_index: usize,
+            path: String,
+            group: Option<usize>,
+            src: usize,
+            dst: usize,
+            tcp: TcpProfile,
+            traffic: FlowTraffic,
+            app: AppConfig,
+        }
+        let mut resolved = Vec::with_capacity(tables.len());
+        for (p, f, users, group, spec_index) in &tables {
             let node = |name: &String, key: &str| {
                 names.index.get(name).copied().ok_or_else(|| {
                     ScenarioError::new(format!("{p}.{key}"), format!("unknown node {name:?}"))
@@ -382,10 +426,25 @@ impl Scenario {
             if src == dst {
                 return err(format!("{p}.dst"), "must differ from src");
             }
-            let tcp = TcpProfile::resolve(f, &p)?;
-            let traffic = f.traffic(&p)?;
+            let tcp = TcpProfile::resolve(f, p)?;
+            let traffic = f.traffic(p)?;
+            let app = AppSpec::resolve(f.app.as_ref(), &format!("{p}.app"))?;
+            if atm_links && (app.is_workload() || group.is_some()) {
+                let (at, what) = match group {
+                    Some(_) => (p.clone(), "a user group".to_string()),
+                    None => (format!("{p}.app.kind"), format!("{:?}", app.kind().name())),
+                };
+                return err(
+                    at,
+                    format!(
+                        "{what} does not run over ATM links (each VC carries one flow's single \
+                         connection): use bulk [[flow]] tables there"
+                    ),
+                );
+            }
+            let ports = traffic.count as u64 * users * app.slots() as u64;
             for (end, n) in [("src", src), ("dst", dst)] {
-                if !names.take_ports(n, traffic.count as usize) {
+                if !names.take_ports(n, ports.min(usize::MAX as u64) as usize) {
                     return err(
                         format!("{p}.count"),
                         format!(
@@ -396,19 +455,49 @@ impl Scenario {
                     );
                 }
             }
-            for _ in 0..traffic.count {
+            resolved.push(Resolved {
+                spec_index: *spec_index,
+                path: p.clone(),
+                group: *group,
+                src,
+                dst,
+                tcp,
+                traffic,
+                app,
+            });
+        }
+        let mut flows = Vec::with_capacity(total as usize);
+        let push = |r: &Resolved, user: Option<usize>, flows: &mut Vec<FlowInfo>| {
+            for _ in 0..r.traffic.count {
                 flows.push(FlowInfo {
                     id: flows.len(),
-                    spec_index: i,
-                    src,
-                    dst,
-                    tcp,
-                    app_bytes: traffic.app_bytes,
-                    start: traffic.start,
+                    spec_index: r.spec_index,
+                    path: r.path.clone(),
+                    user,
+                    src: r.src,
+                    dst: r.dst,
+                    tcp: r.tcp,
+                    app_bytes: r.traffic.app_bytes,
+                    start: r.traffic.start,
+                    app: r.app.clone(),
                 });
             }
+        };
+        for r in resolved.iter().filter(|r| r.group.is_none()) {
+            push(r, None, &mut flows);
         }
-        Ok(flows)
+        let mut users = Vec::new();
+        for (g, u) in self.user.iter().enumerate() {
+            let name = u.name.clone().unwrap_or_else(|| format!("user[{g}]"));
+            for i in 0..u.count.unwrap_or(1) {
+                let uid = users.len();
+                users.push(format!("{name}#{i}"));
+                for r in resolved.iter().filter(|r| r.group == Some(g)) {
+                    push(r, Some(uid), &mut flows);
+                }
+            }
+        }
+        Ok((flows, users))
     }
 
     /// The ATM rules that tie switches, ATM links and flows together.

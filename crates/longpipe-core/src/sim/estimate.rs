@@ -31,9 +31,14 @@
 //! outlasts the run keeps every packet it is sent: 10 years over a 584-year delay hold
 //! 5.3 million resent segments (594 MB).
 //!
+//! An application flow is counted as a bulk flow (an upper bound of its data), plus its
+//! connections' set-ups and tear-downs (an `arrivals` flow opens `rate` a second) and an
+//! `onoff` source's writes.
+//!
 //! On the examples the event estimate is 1 to 60 times the events actually run.
 
 use crate::error::ScenarioError;
+use crate::app::{AppConfig, KindConfig};
 use crate::l2::atm::aal5::cells_for;
 use crate::l2::Layer2Config;
 use crate::net::routing::Routes;
@@ -125,6 +130,23 @@ fn max_rate(d: &crate::scenario::DirInfo) -> f64 {
     }
 }
 
+/// Packets (and wake-ups) an application adds beyond its data over `active` seconds:
+/// 8 packets per connection (SYN, SYN-ACK, ACK, two FINs and their ACKs, a spare) and
+/// one event per write of an `onoff` source at its rate.
+fn app_churn(app: &AppConfig, active: f64) -> f64 {
+    match &app.kind {
+        KindConfig::Arrivals(a) => 8.0 * a.rate * active,
+        KindConfig::OnOff(o) => {
+            o.rate.map_or(0.0, |r| {
+                r.bps() as f64 / (8.0 * crate::app::onoff::WRITE as f64)
+            }) * active
+        }
+        KindConfig::Web(w) => 8.0 * w.connections as f64,
+        KindConfig::RequestResponse(_) | KindConfig::Stream(_) => 8.0,
+        KindConfig::Bulk => 0.0,
+    }
+}
+
 /// Estimates the work of simulating `sc`.
 pub fn estimate(sc: &ValidScenario) -> Estimate {
     let pairs: Vec<(usize, usize)> = sc.links.iter().map(|l| (l.a, l.b)).collect();
@@ -163,6 +185,9 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         active: f64,
         /// Retransmission timeouts (see the module doc), each resending a segment.
         timeouts: f64,
+        /// Packets of an application's connection set-ups and tear-downs and its
+        /// timer events, over the run.
+        churn: f64,
     }
     let flows: Vec<F> = sc
         .flows
@@ -217,6 +242,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 cap_pkts: f.app_bytes.map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
                 active,
                 timeouts,
+                churn: app_churn(&f.app, active),
                 fwd,
                 rev,
             }
@@ -244,6 +270,9 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
         packets += sent * hops;
         events += sent * (2.0 * hops + 4.0 + f.cell_events) + f.timeouts;
         timeouts += f.timeouts;
+        // applications: connections opened and closed (handshake, FINs, their ACKs and
+        // timers) and the application's own wake-ups
+        events += f.churn * (2.0 * hops + 4.0);
         for &i in &f.fwd {
             entering[i] += sent;
             min_bits[i] = min_bits[i].min(f.pkt_bits);
@@ -437,6 +466,11 @@ mod tests {
         // a sized transfer costs what it sends
         let sized = r#"{"src":"s","dst":"c","app":{"bytes":"146KB"}}"#;
         assert!((est(link, sized, "10s") - 110.0 * 12.0).abs() < 1.0);
+        // an arrivals flow adds 8 packets a connection: a million a second for 100 s is
+        // above the default limit
+        let churn =
+            r#"{"src":"s","dst":"c","app":{"kind":"arrivals","rate":"1000000/s","size":"1B"}}"#;
+        assert!(est(link, churn, "100s") > 1e9);
     }
 
     #[test]

@@ -7,18 +7,21 @@
 //! [`registry::DirElem`] or [`registry::NodeElem`] if it is a link direction or a
 //! node), its construction here.
 
+pub mod apps;
 mod atm;
 pub mod direction;
 pub mod estimate;
 pub mod registry;
+pub mod workload;
 
-use crate::element::PortId;
+use crate::app::records::AppRecords;
+use crate::element::{ElemId, PortId};
 use crate::engine::driver::Driver;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway, Uplink};
 use crate::net::capture::{Capture, COPY, INLINE};
 use crate::net::link::{OUT, TAP};
-use crate::net::node::Forwarder;
+use crate::net::node::{Forwarder, LocalKey};
 use crate::net::packet::node_addr;
 use crate::net::routing::Routes;
 use crate::results::{FlowResult, GatewayResult, LinkResult, NodeResult, SimResult, SimStats};
@@ -31,6 +34,7 @@ use crate::tcp::sender::Sender;
 use crate::tcp::FlowTrace;
 use crate::time::SimTime;
 use crate::unit::Unit;
+use apps::AppElement;
 use direction::Built;
 pub use direction::{loss_stream, queue_stream};
 use registry::{DirElem, Elem, Elements, Handle, NodeElem, Snapshot};
@@ -94,6 +98,9 @@ pub const DEFAULT_MAX_EVENTS: f64 = 1e9;
 pub struct RunOutput {
     pub result: SimResult,
     pub traces: Vec<(usize, FlowTrace)>,
+    /// The applications' pages, requests, chunks, stalls and transfers (empty without
+    /// application flows).
+    pub records: AppRecords,
     /// (spec, pcap file bytes)
     pub pcaps: Vec<(String, Vec<u8>)>,
     /// The run was stopped through `RunOptions::cancel` before its end.
@@ -145,6 +152,14 @@ pub fn reports_classes(sc: &ValidScenario) -> bool {
         || sc.flows.iter().any(|f| f.tcp.uses_classes())
 }
 
+/// A flow's elements: a bulk flow's (sender, receiver) endpoints, or an application's
+/// element.
+#[derive(Clone, Copy)]
+enum FlowElems {
+    Bulk(Handle<TcpElement>, Handle<TcpElement>),
+    App(Handle<Box<AppElement>>),
+}
+
 pub struct Sim<'a> {
     sc: &'a ValidScenario,
     seed: u64,
@@ -153,8 +168,8 @@ pub struct Sim<'a> {
     dirs: Vec<DirElem>,
     /// Element of each node.
     nodes: Vec<NodeElem>,
-    /// Elements of each flow: (sender, receiver).
-    flows: Vec<(Handle<TcpElement>, Handle<TcpElement>)>,
+    /// Elements of each flow.
+    flows: Vec<FlowElems>,
     caps: Vec<Handle<Capture>>,
     routes: Arc<Routes>,
     n_vcs: usize,
@@ -172,7 +187,7 @@ impl<'a> Sim<'a> {
         for f in &sc.flows {
             if !routes.reachable(f.src, f.dst) || !routes.reachable(f.dst, f.src) {
                 return Err(ScenarioError {
-                    path: format!("flow[{}]", f.spec_index),
+                    path: f.path.clone(),
                     msg: format!(
                         "no route between {:?} and {:?}",
                         sc.nodes[f.src].name, sc.nodes[f.dst].name
@@ -184,7 +199,9 @@ impl<'a> Sim<'a> {
         // TCP senders first, in flow order: their opening SYNs are the first events.
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut tcp_elems = Vec::with_capacity(sc.flows.len());
-        for f in &sc.flows {
+        // (node, the key of packets for it there, element, element port)
+        let mut local_keys: Vec<(usize, LocalKey, ElemId, PortId)> = Vec::new();
+        for f in sc.flows.iter().filter(|f| !f.app.is_workload()) {
             let trace = match &opts.trace {
                 TraceSel::None => false,
                 TraceSel::All => true,
@@ -210,8 +227,12 @@ impl<'a> Sim<'a> {
                 isn(f.id, false),
                 Some(f.start),
             );
+            let mut receiver = Receiver::new(f.tcp, f.app_bytes);
+            if let Some(r) = f.app.read_rate {
+                receiver.set_read_rate(r);
+            }
             let rx = Endpoint::new(
-                Side::Receiver(Box::new(Receiver::new(f.tcp, f.app_bytes))),
+                Side::Receiver(Box::new(receiver)),
                 Addrs {
                     local: dst,
                     local_port: dport,
@@ -221,11 +242,24 @@ impl<'a> Sim<'a> {
                 isn(f.id, true),
                 None,
             );
-            tcp_elems.push((tx.addrs, rx.addrs));
+            let (ta, ra) = (tx.addrs, rx.addrs);
             let s = d.add_typed(TcpElement::new(tx));
             let r = d.add_typed(TcpElement::new(rx));
-            flows.push((s, r));
+            local_keys.push((f.src, (ta.local_port, ta.remote, ta.remote_port), s.id, 0));
+            local_keys.push((f.dst, (ra.local_port, ra.remote, ra.remote_port), r.id, 0));
+            flows.push((f.id, FlowElems::Bulk(s, r)));
+            tcp_elems.push((f.id, (ta, ra)));
         }
+        // Then the applications: one element per flow (sim/apps.rs).
+        for (f, id, keys, addrs) in workload::build(sc, seed, &mut d, ports) {
+            local_keys.extend(keys);
+            flows.push((f, FlowElems::App(id)));
+            tcp_elems.push((f, addrs));
+        }
+        flows.sort_by_key(|x| x.0);
+        tcp_elems.sort_by_key(|x| x.0);
+        let flows: Vec<FlowElems> = flows.into_iter().map(|x| x.1).collect();
+        let tcp_elems: Vec<(Addrs, Addrs)> = tcp_elems.into_iter().map(|x| x.1).collect();
 
         let vcs = atm::vc_table(sc, &tcp_elems);
 
@@ -247,13 +281,13 @@ impl<'a> Sim<'a> {
         let mut fwds: Vec<Forwarder> = (0..sc.nodes.len())
             .map(|n| Forwarder::new(n, routes.clone()))
             .collect();
-        let mut local_wires = Vec::new(); // (node, node port, endpoint)
-        for (f, &(s, r)) in sc.flows.iter().zip(&flows) {
-            let (ta, ra) = tcp_elems[f.id];
-            let ps = fwds[f.src].add_local((ta.local_port, ta.remote, ta.remote_port));
-            let pr = fwds[f.dst].add_local((ra.local_port, ra.remote, ra.remote_port));
-            local_wires.push((f.src, ps, s.id));
-            local_wires.push((f.dst, pr, r.id));
+        // Local endpoints in element order: the bulk flows' senders and receivers, flow
+        // by flow (as before applications existed), then the applications' slots.
+        local_keys.sort_by_key(|x| x.2);
+        let mut local_wires = Vec::new(); // (node, node port, element, element port)
+        for &(n, key, e, ep) in &local_keys {
+            let port = fwds[n].add_local(key);
+            local_wires.push((n, port, e, ep));
         }
         for (n, fwd) in fwds.into_iter().enumerate() {
             nodes.push(match &sc.nodes[n].role {
@@ -287,9 +321,9 @@ impl<'a> Sim<'a> {
                 d.wire(di, OUT, nodes[to].id(), routes.in_port(to, (li, dir)));
             }
         }
-        for (n, port, ep) in local_wires {
-            d.wire(nodes[n].id(), port, ep, 0);
-            d.wire(ep, 0, nodes[n].id(), port);
+        for (n, port, e, ep) in local_wires {
+            d.wire(nodes[n].id(), port, e, ep);
+            d.wire(e, ep, nodes[n].id(), port);
         }
 
         // Capture points: a copy of what A sends as its transmission starts, and what
@@ -353,7 +387,8 @@ impl<'a> Sim<'a> {
     /// Hands every traced flow's samples to the sink: those holding at least `min_rows`
     /// samples, or every traced flow (even with none) when `min_rows` is 0.
     fn flush_traces(&mut self, sink: &TraceSink, min_rows: usize) {
-        for (i, &(s, _)) in self.flows.iter().enumerate() {
+        for (i, &fe) in self.flows.iter().enumerate() {
+            let FlowElems::Bulk(s, _) = fe else { continue };
             if let Some(chunk) = self.d.get_mut(s).ep.drain_trace(min_rows) {
                 (sink.write)(i, chunk);
             }
@@ -388,16 +423,43 @@ impl<'a> Sim<'a> {
         let sc = self.sc;
         let end = sc.duration;
         let measured = (end - sc.warmup).as_secs_f64();
+        let mut records = AppRecords::default();
+        for (info, &fe) in sc.flows.iter().zip(&self.flows) {
+            if let FlowElems::App(h) = fe {
+                for r in self.d.get_mut(h).take_records(end) {
+                    records.push(info.id, &r);
+                }
+            }
+        }
+        let by_flow = records.by_flow(sc.flows.len());
         let mut flows = Vec::with_capacity(sc.flows.len());
-        for (info, &(s, r)) in sc.flows.iter().zip(&self.flows) {
-            // (the endpoint element is one type for both sides, its metrics say which)
-            let (TcpMetrics::Sender(tx), TcpMetrics::Receiver(rx)) = (delta.get(s), delta.get(r))
-            else {
-                unreachable!("a flow's sender and receiver")
-            };
+        for (info, &fe) in sc.flows.iter().zip(&self.flows) {
             let start = info.start;
             let t0 = start.max(sc.warmup);
-            let t1 = rx.completed_at.0.unwrap_or(end).max(t0);
+            let (tx, read, done, app) = match fe {
+                FlowElems::Bulk(s, r) => {
+                    // (the endpoint element is one type for both sides, its metrics say
+                    // which)
+                    let (TcpMetrics::Sender(tx), TcpMetrics::Receiver(rx)) =
+                        (delta.get(s), delta.get(r))
+                    else {
+                        unreachable!("a flow's sender and receiver")
+                    };
+                    (tx.clone(), rx.delivered, rx.completed_at.0, None)
+                }
+                FlowElems::App(a) => {
+                    let c = delta.get(a);
+                    let app = records.flow_app(
+                        &by_flow[info.id],
+                        info.app.kind().name(),
+                        workload::fills(&info.app.kind),
+                        sc.warmup,
+                        end,
+                    );
+                    (c.sender.clone(), c.read, None, Some(app))
+                }
+            };
+            let t1 = done.unwrap_or(end).max(t0);
             let span = (t1 - t0).as_secs_f64();
             flows.push(FlowResult {
                 id: info.id,
@@ -406,20 +468,22 @@ impl<'a> Sim<'a> {
                 tcp: info.tcp.tcp.name().to_string(),
                 profile: info.tcp.report(),
                 goodput_bps: if span > 0.0 {
-                    rx.delivered as f64 * 8.0 / span
+                    read as f64 * 8.0 / span
                 } else {
                     0.0
                 },
-                bytes_delivered: rx.delivered,
-                sender: tx.clone(),
+                bytes_delivered: read,
                 extra: info.tcp.uses_classes().then(|| tx.extra.clone()),
-                completion_time_s: rx.completed_at.0.map(|c| (c - start).as_secs_f64()),
+                completion_time_s: done.map(|c| (c - start).as_secs_f64()),
                 mean_rtt_s: (tx.rtt_samples > 0)
                     .then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 * 1e-9),
+                sender: tx,
                 mss: info.tcp.mss,
                 start_s: start.as_secs_f64(),
+                app,
             });
         }
+        let (users, workload) = workload::summary(sc, &flows, &records, &by_flow);
         let report_classes = reports_classes(sc);
         let mut links = Vec::with_capacity(self.dirs.len());
         for (i, dir) in self.dirs.iter().enumerate() {
@@ -471,12 +535,15 @@ impl<'a> Sim<'a> {
             gateways,
             nodes,
             atm: atm::report(sc, delta, &self.dirs, &self.nodes, self.n_vcs),
+            users,
+            workload,
             sim: SimStats {
                 events: self.d.events(),
             },
         };
         let mut traces = Vec::new();
-        for (i, &(s, _)) in self.flows.iter().enumerate() {
+        for (i, &fe) in self.flows.iter().enumerate() {
+            let FlowElems::Bulk(s, _) = fe else { continue };
             if let Some(tr) = self.d.get_mut(s).ep.take_trace() {
                 traces.push((i, tr));
             }
@@ -492,6 +559,7 @@ impl<'a> Sim<'a> {
         RunOutput {
             result,
             traces,
+            records,
             pcaps,
             interrupted: false,
         }

@@ -5,6 +5,7 @@
 //! hold ([`DirElem`], [`NodeElem`]), and matches those exhaustively: a new kind is a
 //! compile error where it must be handled.
 
+use super::apps::AppElement;
 use crate::element::{ElemId, Element, Emit, PortId};
 use crate::engine::driver::{Driver, Stamp};
 use crate::l2::atm::line::AtmLine;
@@ -107,6 +108,7 @@ elements! {
     Capture(Capture),
     Atm(AtmLine),
     AtmSwitch(AtmSwitch),
+    App(Box<AppElement>),
 }
 
 /// An element of kind `T` in the simulator's driver. Made only by [`Elements::add`],

@@ -5,6 +5,7 @@
 use super::cc::hybla::HyblaSpec;
 use super::recovery::peach::PeachSpec;
 use super::stack::Stack;
+use crate::app::AppSpec;
 use crate::error::{err, ScenarioError};
 use crate::time::SimTime;
 use crate::units::{Bytes, Duration};
@@ -96,24 +97,6 @@ pub enum PartialAckTimer {
     #[default]
     First,
     Every,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum AppKind {
-    /// Send as fast as TCP allows; `bytes` limits the transfer.
-    #[default]
-    Bulk,
-}
-
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AppSpec {
-    #[serde(default)]
-    pub kind: AppKind,
-    /// Transfer size; unlimited when absent.
-    #[serde(default)]
-    pub bytes: Option<Bytes>,
 }
 
 /// A `[[flow]]` table.

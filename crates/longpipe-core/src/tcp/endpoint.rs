@@ -4,11 +4,14 @@
 //! numbers, the 16-bit window field scaled per RFC 7323, SACK blocks (RFC 2018).
 //!
 //! An [`Element`] on port 0 (packets in from and out to its host); also used directly
-//! by the gateway's split mode ([`Endpoint::on_packet`], [`Endpoint::on_timeout`]).
+//! by the gateway's split mode and by applications' connections
+//! ([`Endpoint::on_packet`], [`Endpoint::on_timeout`]). A two-way connection is
+//! [`Side::Duplex`] ([`super::duplex`]).
 //!
 //! Window scaling (RFC 7323 §2.2): the shift counts of both SYNs apply only if both
 //! SYNs carried the option; a SYN's own window field is never scaled.
 
+use super::duplex::Duplex;
 use super::receiver::Receiver;
 use super::seg::{SackList, Seg, ACK, SYN};
 use super::sender::{Sender, SenderCounters};
@@ -23,10 +26,11 @@ use crate::wire::SackBlocks;
 
 use super::receiver::ReceiverCounters;
 
-/// Which end of a connection.
+/// Which end of a connection: one-way (bulk flows, the split gateway), or both ways.
 pub enum Side {
     Sender(Box<Sender>),
     Receiver(Box<Receiver>),
+    Duplex(Box<Duplex>),
 }
 
 /// The two ends' identities.
@@ -96,6 +100,7 @@ impl Endpoint {
     pub fn sender(&self) -> Option<&Sender> {
         match &self.side {
             Side::Sender(s) => Some(s),
+            Side::Duplex(d) => Some(&d.tx),
             Side::Receiver(_) => None,
         }
     }
@@ -103,6 +108,7 @@ impl Endpoint {
     pub fn sender_mut(&mut self) -> Option<&mut Sender> {
         match &mut self.side {
             Side::Sender(s) => Some(s),
+            Side::Duplex(d) => Some(&mut d.tx),
             Side::Receiver(_) => None,
         }
     }
@@ -110,6 +116,7 @@ impl Endpoint {
     pub fn receiver(&self) -> Option<&Receiver> {
         match &self.side {
             Side::Receiver(r) => Some(r),
+            Side::Duplex(d) => Some(&d.rx),
             Side::Sender(_) => None,
         }
     }
@@ -117,7 +124,15 @@ impl Endpoint {
     pub fn receiver_mut(&mut self) -> Option<&mut Receiver> {
         match &mut self.side {
             Side::Receiver(r) => Some(r),
+            Side::Duplex(d) => Some(&mut d.rx),
             Side::Sender(_) => None,
+        }
+    }
+
+    pub fn duplex(&self) -> Option<&Duplex> {
+        match &self.side {
+            Side::Duplex(d) => Some(d),
+            _ => None,
         }
     }
 
@@ -263,6 +278,7 @@ impl Endpoint {
         match &mut self.side {
             Side::Sender(s) => s.on_segment(now, &seg, &mut segs),
             Side::Receiver(r) => r.on_segment(now, &seg, &mut segs),
+            Side::Duplex(d) => d.on_segment(now, &seg, &mut segs),
         }
         self.segs = segs;
         self.flush(now, out);
@@ -276,6 +292,7 @@ impl Endpoint {
         match &self.side {
             Side::Sender(s) => s.next_timer(),
             Side::Receiver(r) => r.next_timer(),
+            Side::Duplex(d) => d.next_timer(),
         }
     }
 
@@ -287,9 +304,14 @@ impl Endpoint {
                 self.start = None;
                 s.start(now, &mut segs);
             }
+            (Side::Duplex(d), Some(t)) if t <= now => {
+                self.start = None;
+                d.start(now, &mut segs);
+            }
             (_, Some(_)) => {}
             (Side::Sender(s), None) => s.on_timer(now, &mut segs),
             (Side::Receiver(r), None) => r.on_timer(now, &mut segs),
+            (Side::Duplex(d), None) => d.on_timer(now, &mut segs),
         }
         self.segs = segs;
         self.flush(now, out);
@@ -327,9 +349,27 @@ impl Endpoint {
         self.flush(now, out);
     }
 
+    /// Runs an application action on a two-way connection (writing, closing) and sends
+    /// what it produces.
+    pub fn with_duplex(
+        &mut self,
+        now: SimTime,
+        out: &mut Vec<Packet>,
+        f: impl FnOnce(&mut Duplex, &mut Vec<Seg>),
+    ) {
+        let mut segs = std::mem::take(&mut self.segs);
+        if let Side::Duplex(d) = &mut self.side {
+            f(d, &mut segs);
+        }
+        self.segs = segs;
+        self.flush(now, out);
+    }
+
+    /// The counters of the side that sends (a two-way connection's sending half).
     pub fn metrics(&self) -> TcpMetrics {
         match &self.side {
             Side::Sender(s) => TcpMetrics::Sender(s.tx.stats.clone()),
+            Side::Duplex(d) => TcpMetrics::Sender(d.tx.tx.stats.clone()),
             Side::Receiver(r) => TcpMetrics::Receiver(r.stats.clone()),
         }
     }

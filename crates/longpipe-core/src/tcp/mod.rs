@@ -12,6 +12,7 @@
 pub mod cc;
 pub mod classic;
 pub mod config;
+pub mod duplex;
 pub mod ecn;
 pub mod endpoint;
 pub mod linux;

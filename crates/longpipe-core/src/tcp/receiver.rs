@@ -7,15 +7,33 @@
 //! out-of-order data waits in a reassembly queue as in 4.4BSD), the receiver side of
 //! ECN ([`super::ecn`]), and, for the TCP-Peach family, ACKs that flag the answer to a
 //! low-priority probe ([`ReceiverConfig::flag_probe_acks`]).
+//!
+//! A slow reader ([`Receiver::set_read_rate`], a flow's `app.read_rate`): the
+//! application reads in-order data at a given rate; what it has not read holds the
+//! buffer, so the advertised window is the buffer minus the unread bytes (the right
+//! edge never moves left: data arriving and staying unread shrinks the window by as
+//! much as it advances `rcv_nxt`). When reading reopens a window that had fallen to
+//! half the buffer or less, to at least twice what it was and one segment, an ACK
+//! announces it at once (Linux `tcp_cleanup_rbuf`); otherwise the next ACK carries it.
+//! `delivered` counts what the application has read.
+//!
+//! The receiving half of a two-way connection ([`super::duplex`]) uses hooks of its own:
+//! it learns the peer's SYN from a SYN-ACK ([`Receiver::accept_synack`]), lends its
+//! acknowledgement to our data segments ([`Receiver::ack_fields`]) and acknowledges the
+//! peer's FIN without closing our direction ([`Receiver::set_half`]).
+//!
+//! Why one file of ~900 lines (about 230 of tests): one receiver state machine whose
+//! parts (reassembly, ACK policy, SACK/D-SACK, timestamps, the FIN, the slow reader's
+//! window) all act on the same sequence state and ACK.
 
 use super::ecn::EcnReceiver;
 use super::profile::TcpProfile;
 use super::rtt::RttEstimator;
-use super::seg::{SackList, Seg, ACK, FIN, SYN};
+use super::seg::{SackList, Seg, ACK, CWR, ECE, FIN, SYN};
 use super::timestamps::{ts_clock, Paws, TsRecent};
 use crate::element::Class;
 use crate::stats::Last;
-use crate::time::SimTime;
+use crate::time::{Rate, SimDuration, SimTime};
 
 /// Retransmissions of our FIN before giving up (Linux `tcp_orphan_retries` default).
 const FIN_RETRIES: u32 = 8;
@@ -82,7 +100,41 @@ pub struct Receiver {
     /// Segments still acknowledged at once (Linux quick-ACK mode).
     quick: u32,
     data_seen: bool,
+    /// A slow reader, when the application does not read at once.
+    reader: Option<Reader>,
+    /// The receiving half of a two-way connection: the peer's FIN closes only its
+    /// direction.
+    half: bool,
     pub stats: ReceiverCounters,
+}
+
+/// An application that reads in-order data at `rate`.
+#[derive(Debug, Clone)]
+struct Reader {
+    rate: Rate,
+    /// Delivered in order, not yet read.
+    unread: u64,
+    /// Reading is accounted up to here; `carry` is the remainder (bit·ns / 1e9) of the
+    /// last fractional byte.
+    since: SimTime,
+    carry: u128,
+    /// When reading next frees enough to matter (a window update, or all read).
+    wake: Option<SimTime>,
+}
+
+const NS_PER_S: u128 = 1_000_000_000;
+
+/// What our next segment acknowledges: the receiving half's ACK, carried by a pure ACK
+/// or lent to a data segment ([`Receiver::ack_fields`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AckFields {
+    pub ack: u64,
+    pub wnd: u64,
+    pub sack: Option<Box<SackList>>,
+    /// The timestamp to echo (TSecr), when timestamps are on.
+    pub ts_echo: Option<u32>,
+    /// ECE while congestion is being echoed (RFC 3168).
+    pub flags: u8,
 }
 
 crate::counters! {
@@ -127,6 +179,8 @@ impl Receiver {
             dsack: None,
             quick: 0,
             data_seen: false,
+            reader: None,
+            half: false,
             stats: ReceiverCounters::default(),
             cfg,
             app_bytes,
@@ -134,10 +188,177 @@ impl Receiver {
     }
 
     pub fn next_timer(&self) -> Option<SimTime> {
-        match (self.delack_deadline, self.fin_deadline) {
+        let t = match (self.delack_deadline, self.fin_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (t, self.reader.as_ref().and_then(|r| r.wake)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// The application reads at `rate` instead of at once.
+    pub fn set_read_rate(&mut self, rate: Rate) {
+        self.reader = Some(Reader {
+            rate,
+            unread: 0,
+            since: SimTime::ZERO,
+            carry: 0,
+            wake: None,
+        });
+    }
+
+    /// Makes this the receiving half of a two-way connection: the peer's FIN is
+    /// acknowledged at once and closes only the peer's direction (our FIN is the
+    /// sending half's).
+    pub fn set_half(&mut self) {
+        self.half = true;
+    }
+
+    /// Bytes delivered in order that the application has not read yet.
+    pub fn unread(&self) -> u64 {
+        self.reader.as_ref().map_or(0, |r| r.unread)
+    }
+
+    /// The window our SYN offers (never scaled, RFC 7323 §2.2).
+    pub fn syn_window(&self) -> u64 {
+        self.cfg.rwnd.min(65_535)
+    }
+
+    /// Whether our SYN-ACK has been answered (or our SYN-ACK's peer SYN was learned
+    /// from its SYN-ACK): data may flow.
+    pub fn established(&self) -> bool {
+        self.state == State::Established
+    }
+
+    /// The active side of a two-way connection learns the peer's SYN from its SYN-ACK
+    /// (sequence space, SACK, timestamps, ECN): established, nothing to send.
+    pub fn accept_synack(&mut self, seg: &Seg) {
+        if self.state != State::Listen {
+            return;
+        }
+        self.state = State::Established;
+        self.rcv_nxt = seg.seq + 1;
+        self.sack_on = self.cfg.sack && seg.syn_opts.is_some_and(|o| o.2);
+        self.ts_on = self.cfg.timestamps && seg.ts.is_some();
+        if let (true, Some((tsval, _))) = (self.ts_on, seg.ts) {
+            self.ts.recent = Some(tsval);
+        }
+        // RFC 3168 §6.1.1: a SYN-ACK with ECE (and not CWR) accepts ECN
+        self.ecn.on = self.ecn.wanted && seg.flags & (ECE | CWR) == ECE;
+    }
+
+    /// Our SYN-ACK again (its retransmission timer is the sending half's SYN timer).
+    pub fn synack(&mut self, now: SimTime) -> Seg {
+        self.now = now;
+        let n = self.synack_sent.map_or(0, |s| s.1);
+        self.synack_sent = Some((now, n + 1));
+        let ts = self.ts_opt();
+        Seg {
+            flags: SYN | ACK | self.ecn.synack_flags(),
+            seq: 0,
+            ack: 1,
+            wnd: self.syn_window(),
+            len: 0,
+            syn_opts: Some((self.cfg.mss.min(65_535) as u16, self.wscale, self.sack_on)),
+            ts,
+            ..Default::default()
+        }
+    }
+
+    /// The acknowledgement our next segment carries, as if we sent an ACK now: the
+    /// delayed-ACK timer stops and a pending D-SACK is used (a data segment of the
+    /// sending half acknowledges everything received, RFC 1122 §4.2.3.2).
+    pub fn ack_fields(&mut self) -> AckFields {
+        if self.unacked_segs > 0 {
+            self.quick = self.quick.saturating_sub(1);
+        }
+        self.unacked_segs = 0;
+        self.delack_deadline = None;
+        let sack = self.sack_blocks();
+        let ts = self.ts_opt();
+        AckFields {
+            ack: self.rcv_nxt,
+            wnd: self.window(),
+            sack,
+            ts_echo: ts.map(|t| t.1),
+            flags: self.ecn.ack_flags(),
+        }
+    }
+
+    /// Reading up to `now`; sends a window update when reading reopened a small window.
+    fn read(&mut self, now: SimTime, out: &mut Vec<Seg>) {
+        let Some(r) = self.reader.as_mut() else {
+            return;
+        };
+        if r.unread == 0 {
+            r.since = now;
+            r.carry = 0;
+            r.wake = None;
+            return;
+        }
+        let budget = r.rate.bps() as u128 * (now - r.since).0 as u128 + r.carry;
+        let can = budget / (8 * NS_PER_S);
+        let n = (can.min(r.unread as u128)) as u64;
+        r.carry = if n == r.unread {
+            0
+        } else {
+            budget % (8 * NS_PER_S)
+        };
+        r.since = now;
+        r.unread -= n;
+        if n > 0 {
+            self.app_read(now, n);
+            self.reopen(out);
+        }
+        self.schedule_read();
+    }
+
+    /// The window after the application read: advertise it at once if it was small and
+    /// has at least doubled (Linux `tcp_cleanup_rbuf`, with receiver-side SWS avoidance:
+    /// never less than a segment, RFC 1122 §4.2.3.3).
+    fn reopen(&mut self, out: &mut Vec<Seg>) {
+        let wnd = self.free_window();
+        let small = 2 * self.adv_wnd <= self.cfg.rwnd;
+        let update = small && wnd >= 2 * self.adv_wnd && wnd >= self.cfg.mss as u64;
+        if wnd > self.adv_wnd {
+            self.adv_wnd = wnd;
+            if update && self.state == State::Established {
+                self.ack(out, 0);
+            }
+        }
+    }
+
+    /// The buffer minus what is held unread, in window-scale units.
+    fn free_window(&self) -> u64 {
+        let free = self.cfg.rwnd.saturating_sub(self.unread());
+        (free >> self.wscale) << self.wscale
+    }
+
+    /// The next time reading matters: when the window would be announced, or when
+    /// everything is read.
+    fn schedule_read(&mut self) {
+        let adv = self.adv_wnd;
+        let (buffer, mss) = (self.cfg.rwnd, self.cfg.mss as u64);
+        let Some(r) = self.reader.as_mut() else {
+            return;
+        };
+        if r.unread == 0 {
+            r.wake = None;
+            return;
+        }
+        let free = buffer.saturating_sub(r.unread);
+        // bytes to read before the window reaches max(2 × adv, mss), when adv is small
+        let target = (2 * adv).max(mss);
+        let need = if 2 * adv <= buffer && target > free {
+            (target - free).min(r.unread)
+        } else {
+            r.unread
+        };
+        let bits = need as u128 * 8 * NS_PER_S;
+        let ns = bits.saturating_sub(r.carry).div_ceil(r.rate.bps() as u128);
+        r.wake = Some(r.since + SimDuration(ns.min(u64::MAX as u128 / 2) as u64));
     }
 
     /// Whether our FIN has been sent and acknowledged: the connection is closed in both
@@ -222,20 +443,14 @@ impl Receiver {
     }
 
     fn ack(&mut self, out: &mut Vec<Seg>, extra_flags: u8) {
-        if self.unacked_segs > 0 {
-            self.quick = self.quick.saturating_sub(1);
-        }
-        self.unacked_segs = 0;
-        self.delack_deadline = None;
-        let sack = self.sack_blocks();
-        let ts = self.ts_opt();
+        let f = self.ack_fields();
         out.push(Seg {
-            flags: ACK | extra_flags | self.ecn.ack_flags(),
+            flags: ACK | extra_flags | f.flags,
             seq: self.our_seq,
-            ack: self.rcv_nxt,
-            wnd: self.window(),
-            sack,
-            ts,
+            ack: f.ack,
+            wnd: f.wnd,
+            sack: f.sack,
+            ts: f.ts_echo.map(|e| (ts_clock(self.now), e)),
             ..Default::default()
         });
         if extra_flags & FIN != 0 {
@@ -245,6 +460,7 @@ impl Receiver {
 
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Seg>) {
         self.now = now;
+        self.read(now, out);
         if let Some(d) = self.delack_deadline {
             if d <= now {
                 self.ack(out, 0);
@@ -295,6 +511,7 @@ impl Receiver {
     /// A segment from the sender; ACKs go to `out`.
     pub fn on_segment(&mut self, now: SimTime, seg: &Seg, out: &mut Vec<Seg>) {
         self.now = now;
+        self.read(now, out);
         let n = out.len();
         let established = self.state == State::Established;
         let ce_echo = established && self.ecn.on_data(seg);
@@ -422,6 +639,12 @@ impl Receiver {
             self.rcv_nxt = f;
         }
         self.deliver(now, self.rcv_nxt - before);
+        if self.fin_seq == Some(self.rcv_nxt) && self.half {
+            // the peer's direction is closed; ours stays open: acknowledge at once
+            self.rcv_nxt += 1;
+            self.ack(out, 0);
+            return;
+        }
         if self.fin_seq == Some(self.rcv_nxt) {
             self.rcv_nxt += 1;
             // Passive close at once: ACK the FIN and send ours, with its retransmission
@@ -450,7 +673,21 @@ impl Receiver {
         self.quick = self.quick.max(q.min(n));
     }
 
+    /// `bytes` more in order: read at once, or held for a slow reader (whose unread
+    /// bytes shrink the window).
     fn deliver(&mut self, now: SimTime, bytes: u64) {
+        match self.reader.as_mut() {
+            None => self.app_read(now, bytes),
+            Some(r) => {
+                r.unread += bytes;
+                self.adv_wnd = self.free_window();
+                self.schedule_read();
+            }
+        }
+    }
+
+    /// The application has read `bytes` more.
+    fn app_read(&mut self, now: SimTime, bytes: u64) {
         let st = &mut self.stats;
         st.delivered += bytes;
         if st.completed_at.0.is_none() && self.app_bytes == Some(st.delivered) {
