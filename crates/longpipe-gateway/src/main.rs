@@ -9,12 +9,13 @@
 //! tears the set-up down when the worker ends. Exit status: 0, 2 bad input or an
 //! unusable environment (one line on stderr), 1 internal error.
 
-use longpipe_emu::sys;
 use longpipe_gateway::opts::{self, Mode, Opts, USAGE};
 use longpipe_gateway::path::{PacketPath, Prefix};
 use longpipe_gateway::setup;
 use longpipe_gateway::worker::{self, Privileges, CAP_NET_RAW};
 use longpipe_gateway::{split, split_setup};
+use longpipe_sys::cmd::have;
+use longpipe_sys::sys;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
@@ -67,15 +68,6 @@ struct Plan {
     /// Split mode: the transparent listener.
     relay: Option<i32>,
     listener: Option<i32>,
-}
-
-fn have(cmd: &str, arg: &str) -> bool {
-    Command::new(cmd)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
 }
 
 /// Split mode's commands: nft (nftables) and setpriv (util-linux).

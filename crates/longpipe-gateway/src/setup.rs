@@ -18,41 +18,11 @@
 
 use crate::opts::Opts;
 use crate::path::Prefix;
-use std::io::{self, Write};
+use longpipe_sys::cmd::ip;
+use std::io;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-fn ip(args: &[&str], stdin: Option<&str>) -> io::Result<String> {
-    let mut c = Command::new("ip");
-    c.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("ip: {e} (is iproute2 installed?)")))?;
-    if let Some(s) = stdin {
-        child.stdin.take().expect("piped").write_all(s.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        return Err(io::Error::other(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The interface exists.
-pub fn link_exists(dev: &str) -> bool {
-    ip(&["-o", "link", "show", "dev", dev], None).is_ok()
-}
+pub use longpipe_sys::cmd::link_exists;
 
 /// The destinations the main table routes over `dev` (the clients behind it).
 pub fn routes_over(dev: &str) -> io::Result<Vec<Prefix>> {

@@ -30,7 +30,7 @@
 use crate::metrics;
 use crate::opts::Opts;
 use crate::split_setup::IP_TRANSPARENT;
-use longpipe_emu::sys;
+use longpipe_sys::sys;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::fs::File;

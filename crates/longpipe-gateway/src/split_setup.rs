@@ -28,10 +28,10 @@
 
 use crate::opts::Opts;
 use crate::path::Prefix;
-use longpipe_emu::sys;
-use std::io::{self, Write};
+use longpipe_sys::cmd::run;
+use longpipe_sys::sys;
+use std::io;
 use std::os::fd::OwnedFd;
-use std::process::{Command, Stdio};
 
 /// `IP_TRANSPARENT` (linux/in.h).
 pub const IP_TRANSPARENT: i32 = 19;
@@ -53,32 +53,6 @@ pub fn ruleset(o: &Opts, clients: &[Prefix]) -> String {
         up = o.uplink,
         port = o.port,
     )
-}
-
-fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> io::Result<String> {
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("{cmd}: {e}")))?;
-    if let Some(s) = stdin {
-        child.stdin.take().expect("piped").write_all(s.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        return Err(io::Error::other(format!(
-            "{cmd} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The congestion controls the kernel offers.

@@ -20,7 +20,7 @@ use crate::metrics;
 use crate::opts::Opts;
 use crate::path::PacketPath;
 use longpipe_core::time::SimTime;
-use longpipe_emu::sys;
+use longpipe_sys::sys;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::TcpListener;

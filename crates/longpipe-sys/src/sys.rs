@@ -1,8 +1,8 @@
-//! The system calls the emulator needs that `std` does not offer: TUN devices, network
-//! namespaces, `ppoll` with a nanosecond timeout, timer slack, socket options
-//! (`TCP_CONGESTION`, `TCP_INFO`, ...) on sockets made before privileges are dropped,
-//! signal flags. The only module where `unsafe` is allowed: each block is a plain
-//! libc call on memory this function owns, with its length passed alongside.
+//! The system calls the emulator and the gateway daemon need that `std` does not offer:
+//! TUN devices, network namespaces, `ppoll` with a nanosecond timeout, timer slack,
+//! socket options (`TCP_CONGESTION`, `TCP_INFO`, ...) on sockets made before privileges
+//! are dropped, signal flags. The only module where `unsafe` is allowed: each block is
+//! a plain libc call on memory this function owns, with its length passed alongside.
 #![allow(unsafe_code)]
 
 use std::io;
