@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::net::packet::{Options, Segment, ACK, FIN};
+use crate::time::SimDuration;
 
 const SERVER: [u8; 4] = [10, 0, 0, 1];
 const CLIENT: [u8; 4] = [10, 0, 0, 3];
