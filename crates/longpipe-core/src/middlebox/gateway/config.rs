@@ -66,13 +66,31 @@ pub struct GatewaySpec {
     /// (default 300s).
     #[serde(default)]
     pub idle_timeout: Option<Duration>,
-    /// Spoof mode: forget a connection whose client has acknowledged nothing for this
-    /// long while data waits for it (default 300s; the client is gone).
+    /// Spoof mode: give up a connection whose client has acknowledged nothing for this
+    /// long while data waits for it (a client that stopped reading, or vanished): both
+    /// sides are reset and the bytes the server saw acknowledged are counted (default
+    /// 300s).
     #[serde(default)]
     pub abandon_timeout: Option<Duration>,
     /// Most connections tracked at once (default 65536); more pass through.
     #[serde(default)]
     pub max_conns: Option<u32>,
+    /// Spoof mode: connections whose handshake has not completed (a SYN without its
+    /// SYN-ACK, or a SYN-ACK without the opener's ACK of it), all sources together; more
+    /// pass through unaccelerated (default 4096, Linux's `tcp_max_syn_backlog` on a
+    /// host with memory to spare).
+    #[serde(default)]
+    pub max_half_open: Option<u32>,
+    /// Spoof mode: of those, from one client address (default 1024: a flood from one
+    /// address takes at most a quarter; 1000 downloads opened at once by one client, as
+    /// in the daemon's end-to-end test, still pass).
+    #[serde(default)]
+    pub half_open_per_source: Option<u32>,
+    /// Spoof mode: how long a handshake may take before its entry is forgotten
+    /// (default 3s: the opener's first SYN retransmission, after RFC 6298's initial RTO
+    /// of 1 s, plus a GEO round trip and a margin; a retransmitted SYN refreshes it).
+    #[serde(default)]
+    pub half_open_timeout: Option<Duration>,
     /// Spoof mode: one satellite budget per uplink shared fairly among the connections,
     /// paced at the uplink's rate, one memory for all spoofed windows, and resends of
     /// only what the client's ACKs (and SACK) show lost (default true; false = the
@@ -135,6 +153,11 @@ pub struct GatewayConfig {
     /// the connection is abandoned.
     pub abandon_timeout: SimDuration,
     pub max_conns: usize,
+    /// Spoof mode: handshakes in progress, all together and per client address.
+    pub max_half_open: usize,
+    pub half_open_per_source: u32,
+    /// Spoof mode: a handshake not completed in this long is forgotten.
+    pub half_open_timeout: SimDuration,
     /// Spoof mode: share one satellite budget (and memory) among the connections.
     pub shared: bool,
     /// Shared mode: bytes in flight over the satellite, all connections; None = 5/4 of
@@ -246,6 +269,12 @@ impl GatewaySpec {
                 .map(|d| d.0)
                 .unwrap_or(SimDuration::from_secs(300)),
             max_conns: self.max_conns.unwrap_or(65_536) as usize,
+            max_half_open: self.max_half_open.unwrap_or(4096) as usize,
+            half_open_per_source: self.half_open_per_source.unwrap_or(1024),
+            half_open_timeout: self
+                .half_open_timeout
+                .map(|d| d.0)
+                .unwrap_or(SimDuration::from_secs(3)),
             shared: self.mode != Some(GatewayMode::Split) && self.shared.unwrap_or(true),
             link_window: self.link_window.map(|b| b.0),
             memory: self.memory.map(|b| b.0),
@@ -265,6 +294,15 @@ impl GatewaySpec {
         }
         if cfg.abandon_timeout.0 == 0 {
             return err(format!("{path}.abandon_timeout"), "must be positive");
+        }
+        if cfg.half_open_timeout.0 == 0 {
+            return err(format!("{path}.half_open_timeout"), "must be positive");
+        }
+        if cfg.max_half_open == 0 {
+            return err(format!("{path}.max_half_open"), "must be at least 1");
+        }
+        if cfg.half_open_per_source == 0 {
+            return err(format!("{path}.half_open_per_source"), "must be at least 1");
         }
         Ok(cfg)
     }

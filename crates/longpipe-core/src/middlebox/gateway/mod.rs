@@ -39,6 +39,7 @@
 //! scoreboard), [`split`], [`node`] (the simulator's element).
 
 pub mod config;
+pub mod handshake;
 pub mod node;
 pub mod split;
 pub mod spoof;
@@ -203,6 +204,25 @@ impl Shared {
     }
 }
 
+/// Spoof mode: RSTs and SYNs that did not belong, and connections the gateway reset
+/// (the daemon's metrics; kept out of the simulator's result).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FaultCounters {
+    /// RSTs that reset a connection (either side's), RSTs from servers answered with a
+    /// challenge ACK or dropped (RFC 5961 §3.2), RSTs from clients passed on without
+    /// resetting the gateway's state.
+    pub rst_accepted: u64,
+    pub rst_challenged: u64,
+    pub rst_dropped: u64,
+    pub rst_passed: u64,
+    /// SYNs with another ISN on a connection holding data: passed, state kept.
+    pub syn_conflicts: u64,
+    /// Bytes servers saw acknowledged that connections reset by a RST still held.
+    pub reset_bytes: u64,
+    /// Connections the gateway reset on both sides itself (gave up, or stopped).
+    pub resets_sent: u64,
+}
+
 pub struct Gateway<P = Packet> {
     cfg: GatewayConfig,
     /// Satellite-side window in bytes (the paper's mode: per connection).
@@ -214,6 +234,11 @@ pub struct Gateway<P = Packet> {
     scratch: Vec<Packet>,
     failed: bool,
     pub stats: GatewayCounters,
+    /// Spoof mode: handshakes in progress.
+    hs: handshake::Handshakes,
+    /// What the gateway did about RSTs, SYNs and connections it gave up (the daemon's
+    /// metrics; not in the simulator's result).
+    pub faults: FaultCounters,
     /// Connections abandoned (their client acknowledged nothing for `abandon_timeout`
     /// while data waited), and the bytes the server considered delivered that they
     /// held. Not in the simulator's result (a run never lasts that long stuck).
@@ -254,6 +279,8 @@ impl<P: GwPacket> Gateway<P> {
             scratch: Vec::new(),
             failed: false,
             stats: GatewayCounters::default(),
+            hs: handshake::Handshakes::default(),
+            faults: FaultCounters::default(),
             abandoned: 0,
             abandoned_bytes: 0,
         }
@@ -277,6 +304,22 @@ impl<P: GwPacket> Gateway<P> {
                 (u, u)
             }
         }
+    }
+
+    /// Spoof mode: handshakes in progress (SYNs without their answer, and connections
+    /// whose opener has not acknowledged the answer yet).
+    pub fn half_open(&self) -> usize {
+        self.hs.in_progress()
+    }
+
+    /// Of those, from client address `a`.
+    pub fn half_open_from(&self, a: [u8; 4]) -> usize {
+        self.hs.from(a)
+    }
+
+    /// Handshakes refused over the limits and forgotten unfinished.
+    pub fn handshake_counters(&self) -> &handshake::HandshakeCounters {
+        &self.hs.stats
     }
 
     pub fn failed(&self) -> bool {
@@ -345,24 +388,81 @@ impl<P: GwPacket> Gateway<P> {
         let st = &mut self.stats;
         match &mut self.conns {
             Conns::Spoof(cs) => {
+                Self::expire_handshakes(
+                    cs,
+                    &mut self.idx,
+                    &mut self.shared,
+                    &mut self.hs,
+                    st,
+                    cfg,
+                    now,
+                );
                 if flags & RST != 0 {
-                    if let Some(c) = cs.remove(&k) {
-                        st.conns_closed += 1;
-                        self.idx.forget(k, c.armed);
-                        if let Some(sh) = &mut self.shared {
-                            sh.account::<P>(Part::of(&c), None);
-                        }
-                        Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
-                    }
-                    out.push(pkt);
+                    Self::spoof_rst(
+                        cs,
+                        &mut self.idx,
+                        &mut self.shared,
+                        &mut self.hs,
+                        &mut self.faults,
+                        st,
+                        cfg,
+                        now,
+                        (k, dir),
+                        pkt,
+                        out,
+                    );
                     return;
                 }
-                if flags & SYN != 0 && !cs.contains_key(&k) {
-                    if cs.len() >= cfg.max_conns {
-                        // counted once a connection: at its opening SYN
-                        st.conns_refused += (flags & ACK == 0) as u64;
-                    } else {
-                        cs.insert(k, spoof::Conn::new(cfg, k, now));
+                let mut pkt = pkt;
+                if flags & SYN != 0 {
+                    if let Some(c) = cs.get(&k) {
+                        if c.syn_conflicts(dir, pkt.hdr()) {
+                            if !c.holds_nothing() {
+                                // RFC 5961 §4: the end host answers it (a challenge
+                                // ACK); the gateway's state stays
+                                self.faults.syn_conflicts += 1;
+                                out.push(pkt);
+                                return;
+                            }
+                            // nothing held: a new connection on the same ports
+                            let c = cs.remove(&k).expect("present");
+                            Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, k, &c);
+                        }
+                    }
+                    if !cs.contains_key(&k) {
+                        if flags & ACK == 0 {
+                            // an opening SYN: no connection until its answer
+                            if self.hs.syn(
+                                k,
+                                dir,
+                                pkt.hdr(),
+                                now,
+                                cfg.max_half_open,
+                                cfg.half_open_per_source,
+                            ) {
+                                spoof::rewrite_syn(cfg, dir, &mut pkt);
+                            }
+                            out.push(pkt);
+                            Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
+                            return;
+                        }
+                        // the answer: the connection starts (embryonic)
+                        let Some(h) = self.hs.answer(k, dir, now) else {
+                            out.push(pkt); // not a handshake the gateway saw
+                            return;
+                        };
+                        if cs.len() >= cfg.max_conns {
+                            st.conns_refused += 1;
+                            self.hs.embryo_gone(k);
+                            out.push(pkt);
+                            return;
+                        }
+                        let mut c = spoof::Conn::new(cfg, k, h.dir, now);
+                        let mem = spoof::MemShare::UNLIMITED;
+                        let mut learnt = Vec::new();
+                        let syn = P::made(h.syn);
+                        c.on_packet(cfg, self.window, mem, st, now, h.dir, syn, &mut learnt);
+                        cs.insert(k, c);
                         st.conns_opened += 1;
                     }
                 }
@@ -372,11 +472,15 @@ impl<P: GwPacket> Gateway<P> {
                     return;
                 };
                 let before = Part::of(c);
+                let was_established = c.established();
                 let mem = self
                     .shared
                     .as_ref()
                     .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(n));
                 c.on_packet(cfg, self.window, mem, st, now, dir, pkt, out);
+                if !was_established && c.established() {
+                    self.hs.embryo_gone(k);
+                }
                 let closed = c.closed();
                 if let Some(sh) = &mut self.shared {
                     sh.account(before, (!closed).then_some(&*c));
@@ -429,6 +533,122 @@ impl<P: GwPacket> Gateway<P> {
                 let mut armed = c.armed;
                 self.idx.arm(k, &mut armed, t);
                 c.armed = armed;
+            }
+        }
+    }
+
+    /// Spoof mode: forgets the handshakes not completed within `half_open_timeout` (done
+    /// on every packet; a daemon also calls it now and then while idle).
+    pub fn housekeeping(&mut self, now: SimTime) {
+        let st = &mut self.stats;
+        if let Conns::Spoof(cs) = &mut self.conns {
+            Self::expire_handshakes(
+                cs,
+                &mut self.idx,
+                &mut self.shared,
+                &mut self.hs,
+                st,
+                &self.cfg,
+                now,
+            );
+            Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
+        }
+    }
+
+    fn expire_handshakes(
+        cs: &mut BTreeMap<ConnKey, spoof::Conn<P>>,
+        idx: &mut Index,
+        shared: &mut Option<Shared>,
+        hs: &mut handshake::Handshakes,
+        st: &mut GatewayCounters,
+        cfg: &GatewayConfig,
+        now: SimTime,
+    ) {
+        let timeout = cfg.half_open_timeout;
+        hs.expire(now, timeout);
+        while let Some(&(t, k)) = hs.embryos.front() {
+            if t + timeout > now {
+                break;
+            }
+            hs.embryos.pop_front();
+            let gone = cs
+                .get(&k)
+                .is_some_and(|c| c.born() == t && c.half_open_expired(now, timeout));
+            if gone {
+                let c = cs.remove(&k).expect("present");
+                Self::unlink(idx, shared, hs, st, k, &c);
+                hs.stats.expired += 1;
+            }
+        }
+    }
+
+    /// Takes a spoofed connection (already out of the table) out of the indexes, the
+    /// shared sums and the handshake counts; counted as closed.
+    fn unlink(
+        idx: &mut Index,
+        shared: &mut Option<Shared>,
+        hs: &mut handshake::Handshakes,
+        st: &mut GatewayCounters,
+        k: ConnKey,
+        c: &spoof::Conn<P>,
+    ) {
+        st.conns_closed += 1;
+        idx.forget(k, c.armed);
+        if let Some(sh) = shared {
+            sh.account::<P>(Part::of(c), None);
+        }
+        if !c.established() {
+            hs.embryo_gone(k);
+        }
+    }
+
+    /// Spoof mode: a RST (RFC 5961 §3.2; [`spoof::Conn::rst_verdict`]).
+    #[allow(clippy::too_many_arguments)]
+    fn spoof_rst(
+        cs: &mut BTreeMap<ConnKey, spoof::Conn<P>>,
+        idx: &mut Index,
+        shared: &mut Option<Shared>,
+        hs: &mut handshake::Handshakes,
+        faults: &mut FaultCounters,
+        st: &mut GatewayCounters,
+        cfg: &GatewayConfig,
+        now: SimTime,
+        (k, dir): (ConnKey, Dir),
+        pkt: P,
+        out: &mut Vec<P>,
+    ) {
+        let Some(c) = cs.get_mut(&k) else {
+            hs.rst(k, dir, pkt.hdr());
+            out.push(pkt);
+            return;
+        };
+        match c.rst_verdict(dir, pkt.hdr()) {
+            spoof::RstVerdict::Accept => {
+                faults.rst_accepted += 1;
+                faults.reset_bytes += c.unsent_acked_bytes();
+                if dir == Dir::ToClient {
+                    // at the byte the client expects, not the one the server sent next
+                    out.push(c.rst_to_client(now));
+                } else {
+                    out.push(pkt);
+                }
+                let c = cs.remove(&k).expect("present");
+                Self::unlink(idx, shared, hs, st, k, &c);
+                Self::refresh_eligible(idx, shared.as_ref(), cs);
+            }
+            spoof::RstVerdict::Challenge => {
+                faults.rst_challenged += 1;
+                let n = cs.len();
+                let mem = shared
+                    .as_ref()
+                    .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(n));
+                let c = cs.get_mut(&k).expect("present");
+                out.push(c.challenge_ack(cfg, mem, now));
+            }
+            spoof::RstVerdict::Drop => faults.rst_dropped += 1,
+            spoof::RstVerdict::Pass => {
+                faults.rst_passed += 1;
+                out.push(pkt);
             }
         }
     }
@@ -535,15 +755,15 @@ impl<P: GwPacket> Gateway<P> {
                     let abandoned = !idle_gone && c.abandoned(now, abandon);
                     if idle_gone || abandoned {
                         if abandoned {
+                            // given up: both sides reset, at the numbers they expect
+                            c.rsts(now, out);
+                            self.faults.resets_sent += 1;
                             self.abandoned += 1;
                             self.abandoned_bytes += c.unsent_acked_bytes();
                         }
-                        if let Some(sh) = &mut self.shared {
-                            sh.account::<P>(Part::of(c), None);
-                        }
-                        cs.remove(&k);
-                        self.idx.eligible.remove(&k);
-                        st.conns_closed += 1;
+                        c.armed = None; // disarmed by `due`
+                        let c = cs.remove(&k).expect("present");
+                        Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, k, &c);
                         continue;
                     }
                     let t = c.next_timer(&self.cfg, self.window);
@@ -596,6 +816,7 @@ impl<P: GwPacket> Gateway<P> {
             Conns::Split(cs) => cs.clear(),
         }
         self.idx = Index::default();
+        self.hs.clear();
         if let Some(sh) = &mut self.shared {
             (sh.pipe, sh.reserved, sh.active) = (0, 0, 0);
         }
@@ -604,3 +825,5 @@ impl<P: GwPacket> Gateway<P> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_faults;

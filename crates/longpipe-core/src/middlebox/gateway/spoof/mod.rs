@@ -32,14 +32,41 @@
 //! fields are read with the client's shift. Without scaling (either SYN lacks the
 //! option) all windows are at most 65535 B.
 //!
-//! Its tests are in the gateway's `tests.rs`.
+//! Faults (issue 26; tests in the gateway's `tests_faults.rs`, the rest in `tests.rs`):
+//! - *The FIN.* A retransmission of the server's FIN never replaces the gateway's own
+//!   copy; once the client holds everything before it, the retransmission makes the
+//!   gateway resend its copy at once (or, if the client already acknowledged the FIN,
+//!   passes it on). A client ACK that covers the FIN always reaches the server. A
+//!   client ACK inside a held segment (a receiver keeps the part of a segment within
+//!   its window: a FIN beyond it is dropped) leaves that segment to be resent.
+//! - *RST and SYN* (RFC 5961 §3, §4). A RST from the server resets the connection only
+//!   at the next byte the gateway expects from it; elsewhere in the window promised to
+//!   the server it is answered with a challenge ACK, outside it dropped. The client
+//!   gets the accepted RST at the byte *it* expects next (what it acknowledged). A RST
+//!   from the client is always passed on (the server judges it) but resets the
+//!   gateway's state only between what the server acknowledged and what the client
+//!   sent. A SYN with another ISN never replaces a connection's state
+//!   ([`Conn::syn_conflicts`]).
+//! - *A shut window* (RFC 1122 §4.2.2.17): while the client advertises zero, nothing is
+//!   sent but a probe (the first held segment), at intervals that double from the RTO
+//!   up to 60 s; the retransmission timer is off meanwhile. When the window opens,
+//!   what was sent into it is resent.
+//! - *The retransmission timer backs off* (RFC 6298 §5.5) until the client acknowledges
+//!   new data (as Linux with timestamps: every such ACK is an RTT sample). The paper
+//!   recovers "by the same procedure as TCP" on a timeout. In shared mode a timeout also sends
+//!   one segment at a time until the client answers (as TCP's loss window of one
+//!   segment, RFC 5681 §3.1): a dead link gets one segment per timeout, not the window.
+//! - *Giving up*: a connection whose client acknowledged nothing new for
+//!   `abandon_timeout` while data waited is reset on both sides ([`Conn::rsts`]), each
+//!   at the sequence number its peer expects; the bytes the server saw acknowledged and
+//!   the client never did are counted exactly (`rcv_nxt − client_una`).
 
 pub mod paper;
 mod server;
 pub mod shared;
 
 use super::{ConnKey, Dir, GatewayConfig, GatewayCounters, GwPacket};
-use crate::net::packet::{Packet, ACK, FIN, SYN, TCPIP_HEADER};
+use crate::net::packet::{Packet, Segment, ACK, FIN, RST, SYN, TCPIP_HEADER};
 use crate::tcp::receiver::window_shift;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::seq::SeqSpace;
@@ -165,6 +192,7 @@ pub struct Conn<P = Packet> {
     client_seq: u64,
     /// RFC 7323 timestamps for the spoofed ACKs (used when both SYNs had the option).
     stamps: Stamps,
+    /// The server's FIN has come (it sits at `rcv_nxt`, which no data passes after it).
     fin_seen: bool,
     /// The client's FIN passed, and the client acknowledged the server's FIN.
     client_fin: bool,
@@ -200,10 +228,85 @@ pub struct Conn<P = Packet> {
     last_progress: SimTime,
     /// The deadline the gateway's timer index holds for this connection.
     pub(super) armed: Option<SimTime>,
+    /// Who opened the connection (the direction of its SYN), and when the answer to that
+    /// SYN passed.
+    opener: Dir,
+    born: SimTime,
+    /// The handshake is complete: the opener acknowledged the answer, or data flowed.
+    established: bool,
+    /// Persist timer (the client's window is zero): the next probe, and how many were
+    /// sent since the window shut.
+    probe_at: Option<SimTime>,
+    probes: u32,
+    /// Shared mode: after a retransmission timeout, one segment at a time until the
+    /// client answers.
+    rto_probe: bool,
+    /// Segments resent toward the client.
+    resent: u64,
 }
 
+/// What to do with a RST ([`Conn::rst_verdict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RstVerdict {
+    /// It resets the connection: forget it (toward the client: at the client's own
+    /// sequence number, [`Conn::rst_to_client`]).
+    Accept,
+    /// From the server, in the promised window but not at the next byte: answer with a
+    /// challenge ACK (RFC 5961 §3.2), drop it.
+    Challenge,
+    /// From the server, outside the window: drop it (RFC 5961 §3.2).
+    Drop,
+    /// From the client, not at its own sequence number: pass it on (the server judges
+    /// it) and keep the state.
+    Pass,
+}
+
+/// A connection's state for a listing (`longpipe gateway status`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConnInfo {
+    /// "handshake", "established", "zero-window", "recovery", "closing".
+    pub state: &'static str,
+    /// Payload bytes held for the client.
+    pub held: u64,
+    /// Of those, bytes the server saw acknowledged that the client has not.
+    pub acked_undelivered: u64,
+    /// Segments resent toward the client.
+    pub resent: u64,
+    /// The sequence numbers each side expects next, on the wire (what a RST to it must
+    /// carry): the client's (from the server's space) and the server's (from the
+    /// client's).
+    pub client_rcv_nxt: u32,
+    pub server_rcv_nxt: u32,
+}
+
+/// The window scale the gateway speaks for the client with: the client's own, or a
+/// larger one that fits the gateway's buffer.
+pub fn gw_shift(cfg: &GatewayConfig, client_ws: u8) -> u8 {
+    client_ws.max(window_shift(cfg.buffer))
+}
+
+/// The options of an opening SYN from the client as the gateway passes it while the
+/// handshake is in progress (the same the connection then learns it from): a window
+/// scale that fits the gateway's buffer.
+pub fn rewrite_syn<P: GwPacket>(cfg: &GatewayConfig, dir: Dir, pkt: &mut P) {
+    if dir != Dir::ToServer {
+        return;
+    }
+    if let Some(ws) = pkt.hdr().seg.opts.wscale {
+        let g = gw_shift(cfg, ws);
+        if g != ws {
+            pkt.hdr_mut().seg.opts.wscale = Some(g);
+        }
+    }
+}
+
+/// Longest interval between zero-window probes (RFC 1122 §4.2.2.17 leaves it open;
+/// RFC 6298 §2.5's upper bound on the RTO, 60 s).
+const PROBE_MAX: SimDuration = SimDuration::from_secs(60);
+
 impl<P: GwPacket> Conn<P> {
-    pub fn new(cfg: &GatewayConfig, key: ConnKey, now: SimTime) -> Self {
+    /// A connection whose SYN went in direction `opener` (its answer passes `now`).
+    pub fn new(cfg: &GatewayConfig, key: ConnKey, opener: Dir, now: SimTime) -> Self {
         Conn {
             key,
             server: Side::default(),
@@ -243,12 +346,153 @@ impl<P: GwPacket> Conn<P> {
             server_ack: 1,
             last_progress: now,
             armed: None,
+            opener,
+            born: now,
+            established: false,
+            probe_at: None,
+            probes: 0,
+            rto_probe: false,
+            resent: 0,
         }
     }
 
-    /// Data has waited `timeout` for the client to acknowledge anything (the client is
-    /// gone): checked when the satellite-side timer fires, which it keeps doing while
-    /// data is held.
+    /// The handshake is complete.
+    pub fn established(&self) -> bool {
+        self.established
+    }
+
+    /// A handshake not completed `timeout` after the answer to its SYN: forget it.
+    pub fn half_open_expired(&self, now: SimTime, timeout: SimDuration) -> bool {
+        !self.established && self.born + timeout <= now
+    }
+
+    /// When the answer to its SYN passed.
+    pub fn born(&self) -> SimTime {
+        self.born
+    }
+
+    /// Holds nothing the server considers delivered or the client still needs.
+    pub fn holds_nothing(&self) -> bool {
+        self.held.is_empty() && self.ooo.is_empty()
+    }
+
+    /// A SYN (or SYN-ACK) from the side in direction `dir` with another ISN than the one
+    /// that side opened with (RFC 5961 §4: in a synchronized state a SYN never resets
+    /// or replaces the connection; the end host answers it with a challenge ACK).
+    pub fn syn_conflicts(&self, dir: Dir, syn: &Packet) -> bool {
+        let side = match dir {
+            Dir::ToServer => &self.client,
+            Dir::ToClient => &self.server,
+        };
+        side.space.is_some_and(|sp| sp.to_wire(0) != syn.seg.seq)
+    }
+
+    /// What a RST travelling in `dir` does (RFC 5961 §3.2).
+    pub fn rst_verdict(&self, dir: Dir, rst: &Packet) -> RstVerdict {
+        match dir {
+            Dir::ToClient => {
+                let Some(sp) = self.server.space else {
+                    return RstVerdict::Accept;
+                };
+                let seq = sp.to_rel(rst.seg.seq, self.rcv_nxt);
+                // the server's SND.NXT counts its FIN
+                let next = self.rcv_nxt + self.fin_seen as u64;
+                if seq == next {
+                    RstVerdict::Accept
+                } else if seq > next && seq < self.edge.max(next + 1) {
+                    RstVerdict::Challenge
+                } else {
+                    RstVerdict::Drop
+                }
+            }
+            Dir::ToServer => {
+                let Some(sp) = self.client.space else {
+                    return RstVerdict::Accept;
+                };
+                let seq = sp.to_rel(rst.seg.seq, self.client_seq);
+                let sent = self.client_seq + self.client_fin as u64;
+                if (self.server_ack.min(sent)..=sent).contains(&seq) {
+                    RstVerdict::Accept
+                } else {
+                    RstVerdict::Pass
+                }
+            }
+        }
+    }
+
+    /// A RST toward the client at the byte it expects next (the gateway's best
+    /// knowledge: what it acknowledged), in the server's name.
+    pub fn rst_to_client(&self, now: SimTime) -> P {
+        let (server, server_port, client, client_port) = self.key;
+        let seg = Segment {
+            sport: server_port,
+            dport: client_port,
+            seq: self.server.space.map_or(0, |s| s.to_wire(self.client_una)),
+            ack: self.client.space.map_or(0, |s| s.to_wire(self.server_ack)),
+            flags: RST | ACK,
+            window: 0,
+            ..Default::default()
+        };
+        P::made(Packet::new(now, server, client, seg))
+    }
+
+    /// A RST toward the server at the byte it expects next (what the client sent), in
+    /// the client's name.
+    pub fn rst_to_server(&self, now: SimTime) -> P {
+        let (server, server_port, client, client_port) = self.key;
+        let sent = self.client_seq + self.client_fin as u64;
+        let seg = Segment {
+            sport: client_port,
+            dport: server_port,
+            seq: self.client.space.map_or(0, |s| s.to_wire(sent)),
+            ack: self.server.space.map_or(0, |s| s.to_wire(self.rcv_nxt)),
+            flags: RST | ACK,
+            window: 0,
+            ..Default::default()
+        };
+        P::made(Packet::new(now, client, server, seg))
+    }
+
+    /// A challenge ACK (RFC 5961 §3.2) toward the server: the gateway's current ACK in
+    /// the client's name.
+    pub fn challenge_ack(&mut self, cfg: &GatewayConfig, mem: MemShare, now: SimTime) -> P {
+        self.spoof_ack(cfg, mem, now)
+    }
+
+    /// Both RSTs: the gateway gives the connection up.
+    pub fn rsts(&self, now: SimTime, out: &mut Vec<P>) {
+        out.push(self.rst_to_server(now));
+        out.push(self.rst_to_client(now));
+    }
+
+    /// The connection for a listing.
+    pub fn info(&self) -> ConnInfo {
+        let state = if !self.established {
+            "handshake"
+        } else if self.fin_seen || self.client_fin {
+            "closing"
+        } else if self.probe_at.is_some() {
+            "zero-window"
+        } else if self.in_recovery || self.rto_probe {
+            "recovery"
+        } else {
+            "established"
+        };
+        ConnInfo {
+            state,
+            held: self.held_bytes,
+            acked_undelivered: self.unsent_acked_bytes(),
+            resent: self.resent,
+            client_rcv_nxt: self.server.space.map_or(0, |s| s.to_wire(self.client_una)),
+            server_rcv_nxt: self
+                .client
+                .space
+                .map_or(0, |s| s.to_wire(self.client_seq + self.client_fin as u64)),
+        }
+    }
+
+    /// Data has waited `timeout` for the client to acknowledge anything new (the client
+    /// stopped reading, or is gone): its deadline is among the connection's timers.
     pub fn abandoned(&self, now: SimTime, timeout: SimDuration) -> bool {
         !self.held.is_empty() && self.last_progress + timeout <= now
     }
@@ -272,12 +516,10 @@ impl<P: GwPacket> Conn<P> {
         self.held_bytes
     }
 
-    /// Bytes the server considers delivered that only the gateway holds.
+    /// Bytes the server considers delivered (spoofed ACKs covered them) that the client
+    /// has not acknowledged: exactly, also when the client's ACK ends inside a segment.
     pub fn unsent_acked_bytes(&self) -> u64 {
-        self.held
-            .range(..self.rcv_nxt)
-            .map(|(_, h)| h.pkt.hdr().seg.len as u64)
-            .sum()
+        self.rcv_nxt.saturating_sub(self.client_una)
     }
 
     /// Both FINs have passed and everything is delivered: the gateway can forget it.
@@ -312,12 +554,17 @@ impl<P: GwPacket> Conn<P> {
 
     pub fn next_timer(&self, cfg: &GatewayConfig, window: u64) -> Option<SimTime> {
         let mut t = self.rto_at;
+        let mut m = |x: SimTime| t = Some(t.map_or(x, |y: SimTime| y.min(x)));
         if !cfg.shared && self.next_send_at > SimTime::ZERO && self.can_send(window) {
-            t = Some(t.map_or(self.next_send_at, |x| x.min(self.next_send_at)));
+            m(self.next_send_at);
+        }
+        if let Some(p) = self.probe_at {
+            m(p);
         }
         if self.held.is_empty() {
-            let idle = self.last_seen + cfg.idle_timeout;
-            t = Some(t.map_or(idle, |x| x.min(idle)));
+            m(self.last_seen + cfg.idle_timeout);
+        } else {
+            m(self.last_progress + cfg.abandon_timeout);
         }
         t
     }
@@ -381,8 +628,7 @@ impl<P: GwPacket> Conn<P> {
                     }
                     self.edge = self.edge.max(1 + seg.window as u64);
                     if let Some(ws) = seg.opts.wscale {
-                        // speak for the client with a scale that fits the buffer
-                        self.gw_shift = ws.max(window_shift(cfg.buffer));
+                        self.gw_shift = gw_shift(cfg, ws);
                         if self.gw_shift != ws {
                             pkt.hdr_mut().seg.opts.wscale = Some(self.gw_shift);
                         }
@@ -393,6 +639,9 @@ impl<P: GwPacket> Conn<P> {
             return;
         }
         let seg = &h.seg;
+        if seg.len > 0 || (dir == self.opener && seg.flags & ACK != 0) {
+            self.established = true;
+        }
         match dir {
             Dir::ToClient => {
                 if seg.flags & ACK != 0 {
@@ -441,8 +690,89 @@ impl<P: GwPacket> Conn<P> {
         }
     }
 
+    /// Keeps a segment for the client (a copy already held is kept: its send state
+    /// says whether it must be resent).
     fn hold(&mut self, seq: u64, pkt: P, seq_len: u64) {
-        self.held.insert(seq, Held::new(pkt, seq_len));
+        self.held
+            .entry(seq)
+            .or_insert_with(|| Held::new(pkt, seq_len));
+    }
+
+    /// The first segment the client has not acknowledged whole (the client's ACK may end
+    /// inside it).
+    fn first_held(&self) -> Option<u64> {
+        self.held.keys().next().copied()
+    }
+
+    /// The client's window: zero shuts it (persist, RFC 1122 §4.2.2.17), anything else
+    /// opens it again; what was sent while it was shut is resent.
+    fn window_update(&mut self, cfg: &GatewayConfig, st: &mut GatewayCounters, now: SimTime) {
+        if self.client_wnd == 0 {
+            if self.probe_at.is_none() && !self.held.is_empty() {
+                self.probe_at = Some(now + self.rtt.rto());
+                self.probes = 0;
+                self.rto_at = None;
+            }
+        } else if self.probe_at.take().is_some() {
+            self.probes = 0;
+            if cfg.shared {
+                self.presume_lost();
+            } else {
+                self.go_back_n(st, now);
+            }
+        }
+    }
+
+    /// The window is shut: a probe is due.
+    fn probe(&mut self, st: &mut GatewayCounters, now: SimTime, out: &mut Vec<P>) {
+        self.probe_at = None;
+        if let Some(s) = self.first_held() {
+            let p = self.transmit(s, st, now);
+            out.push(p);
+            self.rto_at = None; // the persist timer stands in for it
+            self.probes += 1;
+            let mult = 1u64 << self.probes.min(20);
+            let wait = SimDuration(self.rtt.rto().0.saturating_mul(mult)).min(PROBE_MAX);
+            self.probe_at = Some(now + wait);
+        }
+    }
+
+    /// A server segment carrying the FIN the gateway already holds (`fin_seen`): the
+    /// server did not see it acknowledged. If the client acknowledged the FIN already,
+    /// the retransmission goes on to it (its ACK will pass to the server); if the FIN
+    /// is the first thing the client still lacks, the gateway's copy is resent now.
+    fn fin_again(&mut self, st: &mut GatewayCounters, now: SimTime, pkt: P, out: &mut Vec<P>) {
+        if self.client_una > self.rcv_nxt {
+            out.push(pkt);
+            return;
+        }
+        let Some(s) = self.first_held() else {
+            return;
+        };
+        let has_fin = self
+            .held
+            .get(&s)
+            .is_some_and(|h| h.pkt.hdr().seg.flags & FIN != 0 && h.sent_at.is_some());
+        if has_fin && !self.lost.contains(&s) && self.probe_at.is_none() {
+            let p = self.transmit(s, st, now);
+            out.push(p);
+        }
+    }
+
+    /// A client segment whose ACK covers the server's FIN: the server must see it
+    /// (pushed to `out`; true), even if it acknowledges nothing new.
+    fn pass_fin_ack(&mut self, ack: u64, pkt: &mut Option<P>, out: &mut Vec<P>) -> bool {
+        if !(self.fin_seen && ack > self.rcv_nxt) {
+            return false;
+        }
+        if self.held.is_empty() {
+            self.fin_acked = true;
+        }
+        if let Some(p) = pkt.take() {
+            let p = self.rescale(p);
+            out.push(p);
+        }
+        true
     }
 
     /// The client acknowledged up to `ack`: free the buffer, take an RTT sample from the
@@ -469,6 +799,12 @@ impl<P: GwPacket> Conn<P> {
         if let (Some(t), false) = (newest, any_retx) {
             self.rtt.sample(now - t);
         }
+        // The client acknowledged new data: the timer's backoff ends (as Linux's does:
+        // with timestamps every ACK of new data is an RTT sample, even of resent data,
+        // and tcp_ack_update_rtt clears icsk_backoff). Without it, Karn's rule would
+        // keep a backed-off timer as long as the client acknowledges only resent data,
+        // which the paper's go-back-N makes the rule.
+        self.rtt.backoff = 0;
         self.client_una = ack;
         self.last_progress = now;
         self.snd_nxt = self.snd_nxt.max(ack);
@@ -487,6 +823,7 @@ impl<P: GwPacket> Conn<P> {
         let h = self.held.get_mut(&seq).expect("a held segment");
         let resend = h.sent_at.is_some();
         h.retx |= resend;
+        self.resent += resend as u64;
         h.sent_at = Some(now);
         let end = seq + h.seq_len;
         let mut p = h.pkt.clone();
@@ -516,25 +853,24 @@ impl<P: GwPacket> Conn<P> {
         now: SimTime,
         out: &mut Vec<P>,
     ) {
+        if self.probe_at.is_some_and(|t| t <= now) {
+            self.probe(st, now, out);
+        }
         if self.rto_at.is_some_and(|t| t <= now) {
-            // No backoff: the satellite side is the gateway's own link, and the paper
-            // recovers "without slow start or window reduction".
+            // RFC 6298 §5.5: the timer backs off (the paper's gateway resent a window
+            // every second into a dead link); the paper still goes back N without
+            // slow start or window reduction
             self.rto_at = None;
+            self.rtt.back_off();
             st.go_back_n_timeout += 1;
             if cfg.shared {
-                // everything in flight is presumed lost
+                // everything in flight is presumed lost; one segment at a time until
+                // the client answers
                 st.go_back_n += 1;
                 self.in_recovery = true;
                 self.recover = self.snd_nxt;
-                let inflight: Vec<u64> = self
-                    .held
-                    .range(self.client_una..self.snd_nxt)
-                    .filter(|(_, h)| h.in_pipe)
-                    .map(|(&q, _)| q)
-                    .collect();
-                for q in inflight {
-                    self.mark_lost(q);
-                }
+                self.presume_lost();
+                self.rto_probe = true;
                 self.rto_at = Some(now + self.rtt.rto());
             } else {
                 self.go_back_n(st, now);

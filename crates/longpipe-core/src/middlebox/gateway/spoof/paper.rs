@@ -25,20 +25,22 @@ impl<P: GwPacket> Conn<P> {
         };
         let seg = &pkt.hdr().seg;
         let ack = space.to_rel(seg.ack, self.client_una);
-        if seg.flags & FIN != 0 {
+        let (fin, window) = (seg.flags & FIN != 0, seg.window);
+        let mut pkt = Some(pkt);
+        if fin {
             // The client's FIN goes to the server; its ACK field still releases data.
             self.client_fin = true;
             if ack > self.client_una {
                 self.release(st, now, ack);
             }
-            if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
-                self.fin_acked = true;
+            if !self.pass_fin_ack(ack, &mut pkt, out) {
+                let p = self.rescale(pkt.take().expect("not passed"));
+                out.push(p);
             }
-            let p = self.rescale(pkt);
-            out.push(p);
             return None;
         }
-        self.client_wnd = (seg.window as u64) << self.client_shift();
+        self.client_wnd = (window as u64) << self.client_shift();
+        self.window_update(cfg, st, now);
         if ack > self.client_una {
             self.release(st, now, ack);
             self.suppress = self.suppress.saturating_sub(1);
@@ -48,41 +50,48 @@ impl<P: GwPacket> Conn<P> {
             if free >= self.adv_wnd + 2 * self.mss {
                 out.push(self.spoof_ack(cfg, MemShare::UNLIMITED, now));
             }
-            if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
-                self.fin_acked = true;
-                let p = self.rescale(pkt); // the client's ACK of the FIN: the server may close
-                out.push(p);
-                return None;
-            }
-            return Some(pkt);
+            // the client's ACK of the FIN: the server may close
+            self.pass_fin_ack(ack, &mut pkt, out);
+            return pkt;
+        }
+        if self.pass_fin_ack(ack, &mut pkt, out) {
+            return None;
         }
         if ack == self.client_una && self.client_una < self.snd_nxt && !data {
             if self.suppress > 0 {
                 self.suppress -= 1; // an echo of data resent by go-back-N
-                return Some(pkt);
+                return pkt;
             }
             if cfg.recover_guard && self.client_una < self.recover {
-                return Some(pkt); // echoes of the window the last go-back-N resends
+                return pkt; // echoes of the window the last go-back-N resends
             }
             self.dupacks += 1;
             if self.dupacks == cfg.dupthresh {
                 self.go_back_n(st, now);
             }
         }
-        Some(pkt)
+        pkt
     }
 
     pub(super) fn go_back_n(&mut self, st: &mut GatewayCounters, now: SimTime) {
         st.go_back_n += 1;
         self.recover = self.recover.max(self.snd_nxt);
-        self.snd_nxt = self.client_una;
+        // from the first segment the client lacks (its ACK may end inside one)
+        self.snd_nxt = self
+            .first_held()
+            .unwrap_or(self.client_una)
+            .min(self.client_una);
         self.dupacks = 0;
         self.suppress = self.client_wnd / self.mss.max(1);
         self.next_send_at = now;
     }
 
+    /// Something to send within the connection's satellite window (nothing while the
+    /// client's window is shut: the persist timer probes it).
     pub(super) fn can_send(&self, window: u64) -> bool {
-        self.held.range(self.snd_nxt..).next().is_some() && self.snd_nxt < self.client_una + window
+        self.probe_at.is_none()
+            && self.held.range(self.snd_nxt..).next().is_some()
+            && self.snd_nxt < self.client_una + window
     }
 
     /// The paper's mode: send what the connection's window allows.

@@ -213,7 +213,13 @@ impl<P: GwPacket> Conn<P> {
         let fin = seg.flags & FIN != 0;
         let seq_len = seg.len as u64 + fin as u64;
         let len = seg.len as u64;
-        if seq == self.rcv_nxt && seg.len > 0 {
+        if fin && self.fin_seen && seq + len == self.rcv_nxt {
+            // the FIN again (with or without its data): the server's ACK of it was lost,
+            // or the client's copy was
+            self.fin_again(st, now, pkt, out);
+            return;
+        }
+        if seq == self.rcv_nxt && seg.len > 0 && !self.fin_seen {
             // shared mode: beyond what was promised, only if the memory has room
             let no_room = cfg.shared && seq + len > self.edge && len > mem.free;
             if !self.room(cfg, len) || no_room {

@@ -8,9 +8,12 @@
 //! during recovery, SACK blocks, or a resend that should have been acknowledged by now
 //! (one smoothed RTT and a quarter); only the segments shown lost are resent — the
 //! hole, the SACK holes below the highest SACKed byte, and what lies beyond the
-//! client's window (a receiver drops out-of-order data beyond its window). The RTO
-//! still resends everything in flight. This is the scoreboard; the spoofed windows'
-//! share of the memory is in [`Conn::free_window`].
+//! client's window (a receiver drops out-of-order data beyond its window). They go
+//! lowest first, so the hole's resend reaches the client before the others, which
+//! then arrive in order (the satellite does not reorder). After a retransmission
+//! timeout everything in flight is presumed lost and sent again one segment at a time
+//! until the client answers. This is the scoreboard; the spoofed windows' share of the
+//! memory is in [`Conn::free_window`].
 
 use super::{Conn, GatewayConfig, GatewayCounters, GwPacket, Held, MemShare};
 use crate::net::packet::FIN;
@@ -19,8 +22,39 @@ use crate::time::{SimDuration, SimTime};
 impl<P: GwPacket> Conn<P> {
     /// Shared mode: something to send and room under `limit` bytes in flight.
     pub fn wants_send(&self, limit: u64) -> bool {
-        self.pipe < limit
-            && (!self.lost.is_empty() || self.held.range(self.snd_nxt..).next().is_some())
+        if self.probe_at.is_some() {
+            return false; // the client's window is shut: the persist timer probes it
+        }
+        let room = if self.rto_probe {
+            self.pipe == 0
+        } else {
+            self.pipe < limit
+        };
+        room && self.next_to_send().is_some()
+    }
+
+    /// The segment to send next: the lowest one known lost, else new data.
+    fn next_to_send(&self) -> Option<u64> {
+        if let Some(&s) = self.lost.first() {
+            return Some(s);
+        }
+        if self.rto_probe {
+            return None;
+        }
+        self.held.range(self.snd_nxt..).next().map(|(&s, _)| s)
+    }
+
+    /// Everything in flight is presumed lost (a timeout, or a window that was shut).
+    pub(super) fn presume_lost(&mut self) {
+        let inflight: Vec<u64> = self
+            .held
+            .range(..self.snd_nxt)
+            .filter(|(_, h)| h.in_pipe)
+            .map(|(&q, _)| q)
+            .collect();
+        for q in inflight {
+            self.mark_lost(q);
+        }
     }
 
     /// Shared mode: a segment from the client. SACK blocks mark what it holds; a new
@@ -47,7 +81,9 @@ impl<P: GwPacket> Conn<P> {
         let is_fin = seg.flags & FIN != 0;
         if !is_fin {
             self.client_wnd = (seg.window as u64) << self.client_shift();
+            self.window_update(cfg, st, now);
         }
+        self.rto_probe = false; // the client answers
         if self.sack_ok {
             if let Some(sack) = seg.opts.sack.as_deref() {
                 for &(l, r) in &sack.blocks[..sack.n.min(4) as usize] {
@@ -80,13 +116,13 @@ impl<P: GwPacket> Conn<P> {
                 }
             }
         }
+        let mut pkt = Some(pkt);
         if is_fin {
             self.client_fin = true;
-            if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
-                self.fin_acked = true;
+            if !self.pass_fin_ack(ack, &mut pkt, out) {
+                let p = self.rescale(pkt.take().expect("not passed"));
+                out.push(p);
             }
-            let p = self.rescale(pkt);
-            out.push(p);
             return None;
         }
         if advanced {
@@ -95,14 +131,10 @@ impl<P: GwPacket> Conn<P> {
             if self.free_window(cfg, mem) >= self.adv_wnd + 2 * self.mss {
                 out.push(self.spoof_ack(cfg, mem, now));
             }
-            if self.fin_seen && self.held.is_empty() && ack > self.rcv_nxt {
-                self.fin_acked = true;
-                let p = self.rescale(pkt); // the client's ACK of the FIN: the server may close
-                out.push(p);
-                return None;
-            }
         }
-        Some(pkt)
+        // the client's ACK of the FIN: the server may close
+        self.pass_fin_ack(ack, &mut pkt, out);
+        pkt
     }
 
     /// SACK blocks show `dupthresh` segments held above the hole (RFC 6675's rule).
@@ -154,7 +186,8 @@ impl<P: GwPacket> Conn<P> {
     /// beyond its window, and all of them reach it before the resent hole).
     pub(super) fn mark_hole(&mut self, now: SimTime, first: bool) {
         let una = self.client_una;
-        let Some((&s, h)) = self.held.range(una..).next() else {
+        // the first segment the client lacks (its ACK may end inside it)
+        let Some((&s, h)) = self.held.iter().next() else {
             return;
         };
         // a partial ACK that reaches a segment resent in this recovery, still on its
@@ -165,14 +198,14 @@ impl<P: GwPacket> Conn<P> {
         self.mark_lost(s);
         let mut sack_top = una;
         if self.sack_ok {
-            if let Some((&t, h)) = self.held.range(una..).rev().find(|(_, h)| h.sacked) {
+            if let Some((&t, h)) = self.held.range(s..).rev().find(|(_, h)| h.sacked) {
                 sack_top = t + h.seq_len;
             }
         }
         let beyond = una.saturating_add(self.client_wnd);
         let lost: Vec<u64> = self
             .held
-            .range(una..self.snd_nxt)
+            .range(s..self.snd_nxt)
             .filter(|&(&q, h)| h.in_pipe && (q < sack_top || q >= beyond))
             .map(|(&q, _)| q)
             .collect();
@@ -190,7 +223,7 @@ impl<P: GwPacket> Conn<P> {
     }
 
     pub(super) fn check_overdue_resend(&mut self, now: SimTime) {
-        if let Some((_, h)) = self.held.range(self.client_una..).next() {
+        if let Some((_, h)) = self.held.iter().next() {
             if h.in_pipe && h.retx && self.overdue(now, h) {
                 self.mark_hole(now, true);
             }
@@ -205,14 +238,10 @@ impl<P: GwPacket> Conn<P> {
         now: SimTime,
         out: &mut Vec<P>,
     ) -> Option<u32> {
-        let seq = match self.lost.pop_first() {
-            Some(s) => s,
-            None => {
-                let (&s, h) = self.held.range(self.snd_nxt..).next()?;
-                self.snd_nxt = s + h.seq_len;
-                s
-            }
-        };
+        let seq = self.next_to_send()?;
+        if !self.lost.remove(&seq) {
+            self.snd_nxt = seq + self.held[&seq].seq_len;
+        }
         let p = self.transmit(seq, st, now);
         let h = self.held.get_mut(&seq).expect("a held segment");
         h.in_pipe = true;
