@@ -209,6 +209,7 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             ready = read_until(gw, r"ready: pid \d+", 30)
             gw_err = Drain(gw.stderr)
+            found["gw_err"] = gw_err
             pid = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
             found["ready"] = ready
             found["pid"] = pid
@@ -262,6 +263,11 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
         out, err = emu.communicate(timeout=60)
         assert emu.returncode == 0, err
         found["emu"] = json.loads(out.strip().splitlines()[-1])
+    except BaseException:
+        # what the daemon said, for the failure's report
+        if "gw_err" in found:
+            print("daemon stderr (tail):\n" + found["gw_err"].text(timeout=1)[-4000:])
+        raise
     finally:
         (work / "done").touch()
         for p in (gw, emu):

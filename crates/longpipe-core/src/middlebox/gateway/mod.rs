@@ -537,6 +537,41 @@ impl<P: GwPacket> Gateway<P> {
         }
     }
 
+    /// Spoof mode: every connection (key, state), in key order (a listing; the daemon's
+    /// record of what to reset if it dies).
+    pub fn connections(&self) -> Vec<(ConnKey, spoof::ConnInfo)> {
+        match &self.conns {
+            Conns::Spoof(cs) => cs.iter().map(|(k, c)| (*k, c.info())).collect(),
+            Conns::Split(_) => vec![],
+        }
+    }
+
+    /// Spoof mode, stopping: resets both sides of every connection that cannot go on
+    /// without the gateway ([`spoof::Conn::needs_gateway`]) and forgets it; the rest
+    /// continue end to end. Returns (connections reset, bytes the servers saw
+    /// acknowledged that their clients never did).
+    pub fn reset_all(&mut self, now: SimTime, out: &mut Vec<P>) -> (u64, u64) {
+        let st = &mut self.stats;
+        let Conns::Spoof(cs) = &mut self.conns else {
+            return (0, 0);
+        };
+        let doomed: Vec<ConnKey> = cs
+            .iter()
+            .filter(|(_, c)| c.needs_gateway())
+            .map(|(k, _)| *k)
+            .collect();
+        let mut bytes = 0;
+        for k in &doomed {
+            let c = cs.remove(k).expect("present");
+            c.rsts(now, out);
+            bytes += c.unsent_acked_bytes();
+            Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, *k, &c);
+        }
+        self.faults.resets_sent += doomed.len() as u64;
+        Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
+        (doomed.len() as u64, bytes)
+    }
+
     /// Spoof mode: forgets the handshakes not completed within `half_open_timeout` (done
     /// on every packet; a daemon also calls it now and then while idle).
     pub fn housekeeping(&mut self, now: SimTime) {

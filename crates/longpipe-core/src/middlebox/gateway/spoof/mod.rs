@@ -459,6 +459,14 @@ impl<P: GwPacket> Conn<P> {
         self.spoof_ack(cfg, mem, now)
     }
 
+    /// The connection cannot go on without the gateway: it holds bytes the server saw
+    /// acknowledged, or the server reads the client's windows with a scale the gateway
+    /// substituted for the client's own.
+    pub fn needs_gateway(&self) -> bool {
+        let rescaled = self.scaling() && self.client.wscale != Some(self.gw_shift);
+        !self.held.is_empty() || !self.ooo.is_empty() || rescaled
+    }
+
     /// Both RSTs: the gateway gives the connection up.
     pub fn rsts(&self, now: SimTime, out: &mut Vec<P>) {
         out.push(self.rst_to_server(now));
