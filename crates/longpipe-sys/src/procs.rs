@@ -20,9 +20,22 @@ pub fn me() -> Pid {
     (pid, start_time(pid).unwrap_or(0))
 }
 
-/// The process `(pid, start)` still runs (not a later process with the same pid).
+/// The process `(pid, start)` still runs (not a later process with the same pid, nor a
+/// zombie waiting for its parent to reap it: a killed daemon whose parent died may
+/// stay one until init gets to it).
 pub fn alive(id: Pid) -> bool {
-    id.0 != 0 && start_time(id.0) == Some(id.1)
+    id.0 != 0 && start_time(id.0) == Some(id.1) && !zombie(id.0)
+}
+
+/// Process `pid` has ended and waits to be reaped (state Z or X in /proc/PID/stat).
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = s.get(s.rfind(')')? + 2..)?.to_string();
+            rest.split_whitespace().next().map(|st| st == "Z" || st == "X")
+        })
+        .unwrap_or(true)
 }
 
 /// The parent of process `pid`, if it runs.
