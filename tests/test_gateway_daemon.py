@@ -188,7 +188,7 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
         os.chmod(work / f, 0o644)
     sc = work / "chain.json"
     sc.write_text(json.dumps(scenario))
-    before = namespaces()
+    mine: set[str] = set()  # this emulation's namespaces (other sessions' may come and go)
     emu = subprocess.Popen(
         [emu_binary(), "run", "--scenario", str(sc), "--user", "nobody", "--spawn", f"server={server}",
          "--node", "client", "--", *client],
@@ -196,7 +196,8 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
     gw: subprocess.Popen[str] | None = None
     found: dict[str, Any] = {}
     try:
-        ns = {n.rsplit("-", 1)[1]: n for n in emu_namespaces(emu.pid)}
+        mine = set(emu_namespaces(emu.pid))
+        ns = {n.rsplit("-", 1)[1]: n for n in mine}
         gw_ns = ns["gw"]
         t = time.monotonic() + 30
         while "10.0.0.3" not in in_ns(gw_ns, "ip", "-4", "route", "show", "dev", "lpl1").stdout:
@@ -280,8 +281,10 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait(timeout=30)
-        left = namespaces() - before
+        left = mine & namespaces()
         if left:
+            # the emulator's own recovery: it removes what a run whose process is gone
+            # left (never another live run's)
             subprocess.run([emu_binary(), "cleanup"], capture_output=True, timeout=60)
         assert not left, f"namespaces left behind: {left}"
     return found

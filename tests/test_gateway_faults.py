@@ -74,14 +74,15 @@ class Chain:
             os.chmod(work / f, 0o644)
         sc = work / "chain.json"
         sc.write_text(json.dumps(chain(ber)))
-        self.before = namespaces()
         py = unprivileged_python()
         self.emu = subprocess.Popen(
             [emu_binary(), "run", "--scenario", str(sc), "--user", "nobody",
              "--spawn", f"server={py} {work}/agent_server.py {work} {PORT}",
              "--node", "client", "--", py, f"{work}/agent_client.py", str(work)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.ns = {n.rsplit("-", 1)[1]: n for n in emu_namespaces(self.emu.pid)}
+        # this emulation's namespaces (other sessions' may come and go meanwhile)
+        self.mine = set(emu_namespaces(self.emu.pid))
+        self.ns = {n.rsplit("-", 1)[1]: n for n in self.mine}
         self.gw = self.ns["gw"]
         t = time.monotonic() + 30
         while CLIENT not in in_ns(self.gw, "ip", "-4", "route", "show", "dev", "lpl1").stdout or \
@@ -147,12 +148,12 @@ class Chain:
             self.emu.kill()
             self.emu.communicate(timeout=30)
         t = time.monotonic() + 10
-        while (left := namespaces() - self.before) and time.monotonic() < t:
+        while (left := self.mine & namespaces()) and time.monotonic() < t:
             time.sleep(0.2)
         if left:
             # the emulator's own recovery (its run record names them)
             subprocess.run([emu_binary(), "cleanup"], capture_output=True, timeout=60)
-        left = namespaces() - self.before
+        left = self.mine & namespaces()
         assert not left, f"namespaces left behind: {left}"
 
 

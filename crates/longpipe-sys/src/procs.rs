@@ -33,7 +33,9 @@ fn zombie(pid: u32) -> bool {
         .ok()
         .and_then(|s| {
             let rest = s.get(s.rfind(')')? + 2..)?.to_string();
-            rest.split_whitespace().next().map(|st| st == "Z" || st == "X")
+            rest.split_whitespace()
+                .next()
+                .map(|st| st == "Z" || st == "X")
         })
         .unwrap_or(true)
 }

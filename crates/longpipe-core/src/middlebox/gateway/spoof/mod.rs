@@ -47,10 +47,13 @@
 //!   gateway's state only between what the server acknowledged and what the client
 //!   sent. A SYN with another ISN never replaces a connection's state
 //!   ([`Conn::syn_conflicts`]).
-//! - *A shut window* (RFC 1122 §4.2.2.17): while the client advertises zero, nothing is
-//!   sent but a probe (the first held segment), at intervals that double from the RTO
-//!   up to 60 s; the retransmission timer is off meanwhile. When the window opens,
-//!   what was sent into it is resent.
+//! - *A shut window* (RFC 1122 §4.2.2.17): while the client advertises zero, no new
+//!   data goes out and of what is in flight only the first segment the client lacks is
+//!   resent (Linux's `__tcp_retransmit_skb` alike: nothing at or beyond the window's
+//!   end but the head) — by fast recovery, or by the retransmission timer, whose
+//!   backoff makes it the probe of a persist timer (intervals doubling up to 60 s). A
+//!   client whose buffer fills behind a hole advertises zero until the hole is filled:
+//!   the head's resend fills it at once.
 //! - *The retransmission timer backs off* (RFC 6298 §5.5) until the client acknowledges
 //!   new data (as Linux with timestamps: every such ACK is an RTT sample). The paper
 //!   recovers "by the same procedure as TCP" on a timeout. In shared mode a timeout also sends
@@ -234,10 +237,6 @@ pub struct Conn<P = Packet> {
     born: SimTime,
     /// The handshake is complete: the opener acknowledged the answer, or data flowed.
     established: bool,
-    /// Persist timer (the client's window is zero): the next probe, and how many were
-    /// sent since the window shut.
-    probe_at: Option<SimTime>,
-    probes: u32,
     /// Shared mode: after a retransmission timeout, one segment at a time until the
     /// client answers.
     rto_probe: bool,
@@ -300,10 +299,6 @@ pub fn rewrite_syn<P: GwPacket>(cfg: &GatewayConfig, dir: Dir, pkt: &mut P) {
     }
 }
 
-/// Longest interval between zero-window probes (RFC 1122 §4.2.2.17 leaves it open;
-/// RFC 6298 §2.5's upper bound on the RTO, 60 s).
-const PROBE_MAX: SimDuration = SimDuration::from_secs(60);
-
 impl<P: GwPacket> Conn<P> {
     /// A connection whose SYN went in direction `opener` (its answer passes `now`).
     pub fn new(cfg: &GatewayConfig, key: ConnKey, opener: Dir, now: SimTime) -> Self {
@@ -349,8 +344,6 @@ impl<P: GwPacket> Conn<P> {
             opener,
             born: now,
             established: false,
-            probe_at: None,
-            probes: 0,
             rto_probe: false,
             resent: 0,
         }
@@ -479,7 +472,7 @@ impl<P: GwPacket> Conn<P> {
             "handshake"
         } else if self.fin_seen || self.client_fin {
             "closing"
-        } else if self.probe_at.is_some() {
+        } else if self.shut() && !self.held.is_empty() {
             "zero-window"
         } else if self.in_recovery || self.rto_probe {
             "recovery"
@@ -565,9 +558,6 @@ impl<P: GwPacket> Conn<P> {
         let mut m = |x: SimTime| t = Some(t.map_or(x, |y: SimTime| y.min(x)));
         if !cfg.shared && self.next_send_at > SimTime::ZERO && self.can_send(window) {
             m(self.next_send_at);
-        }
-        if let Some(p) = self.probe_at {
-            m(p);
         }
         if self.held.is_empty() {
             m(self.last_seen + cfg.idle_timeout);
@@ -712,37 +702,10 @@ impl<P: GwPacket> Conn<P> {
         self.held.keys().next().copied()
     }
 
-    /// The client's window: zero shuts it (persist, RFC 1122 §4.2.2.17), anything else
-    /// opens it again; what was sent while it was shut is resent.
-    fn window_update(&mut self, cfg: &GatewayConfig, st: &mut GatewayCounters, now: SimTime) {
-        if self.client_wnd == 0 {
-            if self.probe_at.is_none() && !self.held.is_empty() {
-                self.probe_at = Some(now + self.rtt.rto());
-                self.probes = 0;
-                self.rto_at = None;
-            }
-        } else if self.probe_at.take().is_some() {
-            self.probes = 0;
-            if cfg.shared {
-                self.presume_lost();
-            } else {
-                self.go_back_n(st, now);
-            }
-        }
-    }
-
-    /// The window is shut: a probe is due.
-    fn probe(&mut self, st: &mut GatewayCounters, now: SimTime, out: &mut Vec<P>) {
-        self.probe_at = None;
-        if let Some(s) = self.first_held() {
-            let p = self.transmit(s, st, now);
-            out.push(p);
-            self.rto_at = None; // the persist timer stands in for it
-            self.probes += 1;
-            let mult = 1u64 << self.probes.min(20);
-            let wait = SimDuration(self.rtt.rto().0.saturating_mul(mult)).min(PROBE_MAX);
-            self.probe_at = Some(now + wait);
-        }
+    /// The client advertises a zero window: nothing new may go, and of what is in flight
+    /// only the head (see the module's documentation).
+    fn shut(&self) -> bool {
+        self.client_wnd == 0
     }
 
     /// A server segment carrying the FIN the gateway already holds (`fin_seen`): the
@@ -761,7 +724,7 @@ impl<P: GwPacket> Conn<P> {
             .held
             .get(&s)
             .is_some_and(|h| h.pkt.hdr().seg.flags & FIN != 0 && h.sent_at.is_some());
-        if has_fin && !self.lost.contains(&s) && self.probe_at.is_none() {
+        if has_fin && !self.lost.contains(&s) {
             let p = self.transmit(s, st, now);
             out.push(p);
         }
@@ -861,9 +824,6 @@ impl<P: GwPacket> Conn<P> {
         now: SimTime,
         out: &mut Vec<P>,
     ) {
-        if self.probe_at.is_some_and(|t| t <= now) {
-            self.probe(st, now, out);
-        }
         if self.rto_at.is_some_and(|t| t <= now) {
             // RFC 6298 §5.5: the timer backs off (the paper's gateway resent a window
             // every second into a dead link); the paper still goes back N without

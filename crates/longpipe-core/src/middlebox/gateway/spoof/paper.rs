@@ -40,7 +40,6 @@ impl<P: GwPacket> Conn<P> {
             return None;
         }
         self.client_wnd = (window as u64) << self.client_shift();
-        self.window_update(cfg, st, now);
         if ack > self.client_una {
             self.release(st, now, ack);
             self.suppress = self.suppress.saturating_sub(1);
@@ -86,12 +85,12 @@ impl<P: GwPacket> Conn<P> {
         self.next_send_at = now;
     }
 
-    /// Something to send within the connection's satellite window (nothing while the
-    /// client's window is shut: the persist timer probes it).
+    /// Something to send within the connection's satellite window (while the client's
+    /// window is shut, only the head: the first segment it lacks).
     pub(super) fn can_send(&self, window: u64) -> bool {
-        self.probe_at.is_none()
-            && self.held.range(self.snd_nxt..).next().is_some()
+        self.held.range(self.snd_nxt..).next().is_some()
             && self.snd_nxt < self.client_una + window
+            && (!self.shut() || Some(self.snd_nxt) == self.first_held())
     }
 
     /// The paper's mode: send what the connection's window allows.

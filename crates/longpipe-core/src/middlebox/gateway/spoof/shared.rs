@@ -22,9 +22,6 @@ use crate::time::{SimDuration, SimTime};
 impl<P: GwPacket> Conn<P> {
     /// Shared mode: something to send and room under `limit` bytes in flight.
     pub fn wants_send(&self, limit: u64) -> bool {
-        if self.probe_at.is_some() {
-            return false; // the client's window is shut: the persist timer probes it
-        }
         let room = if self.rto_probe {
             self.pipe == 0
         } else {
@@ -33,12 +30,13 @@ impl<P: GwPacket> Conn<P> {
         room && self.next_to_send().is_some()
     }
 
-    /// The segment to send next: the lowest one known lost, else new data.
+    /// The segment to send next: the lowest one known lost, else new data (while the
+    /// client's window is shut, only the head).
     fn next_to_send(&self) -> Option<u64> {
         if let Some(&s) = self.lost.first() {
-            return Some(s);
+            return (!self.shut() || Some(s) == self.first_held()).then_some(s);
         }
-        if self.rto_probe {
+        if self.rto_probe || self.shut() {
             return None;
         }
         self.held.range(self.snd_nxt..).next().map(|(&s, _)| s)
@@ -81,7 +79,6 @@ impl<P: GwPacket> Conn<P> {
         let is_fin = seg.flags & FIN != 0;
         if !is_fin {
             self.client_wnd = (seg.window as u64) << self.client_shift();
-            self.window_update(cfg, st, now);
         }
         self.rto_probe = false; // the client answers
         if self.sack_ok {
