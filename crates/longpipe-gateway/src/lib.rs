@@ -11,12 +11,13 @@
 //! on a local HTTP endpoint, the stats line), [`setup`] (devices, routes, rules,
 //! sysctls), [`state`] (what an instance set up, on disk: refusal to touch a running
 //! instance, exact cleanup, the connection snapshot for `status` and restarts),
-//! [`worker`] (the unprivileged packet loop) and [`idle`] (its choice between polling
-//! and sleeping); split mode (kernel
+//! [`worker`] (the unprivileged packet loop), [`idle`] (its choice between polling
+//! and sleeping) and [`harden`] (its seccomp filter); split mode (kernel
 //! sockets, nftables TPROXY): [`split_setup`] (root) and [`split`] (the relay). The binary
 //! (`src/main.rs`) is the privileged parent and supervisor ([`supervise`]). See
 //! docs/notes/gateway-daemon.md.
 
+pub mod harden;
 pub mod idle;
 pub mod metrics;
 pub mod opts;

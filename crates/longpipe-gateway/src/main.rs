@@ -116,8 +116,10 @@ fn target_user(arg: Option<&str>) -> Result<(u32, u32), String> {
 }
 
 /// Who holds `--name` in this namespace, for `run`: refuse a running instance, wait
-/// for a draining loop, undo a dead instance's set-up. Err: the line to exit 2 with.
-fn take_name(o: &Opts) -> Result<(), String> {
+/// for a draining loop, undo a dead instance's set-up. Returns the connections a dead
+/// instance's packet loop held at its last snapshot (killed whole, nothing reset
+/// them: the first loop of this one does). Err: the line to exit 2 with.
+fn take_name(o: &Opts) -> Result<Vec<supervise::DeadConn>, String> {
     let who = state::owner(&o.name).map_err(|e| format!("state file: {e}"))?;
     let dead = match who {
         Owner::Nobody => None,
@@ -148,7 +150,11 @@ fn take_name(o: &Opts) -> Result<(), String> {
         }
         Owner::Dead(r) => Some(r),
     };
+    let mut held = vec![];
     if let Some(r) = dead {
+        if r.mode == Mode::Spoof {
+            held = supervise::dead_conns(&o.name);
+        }
         match state::undo(&r) {
             Ok(done) => {
                 for d in done {
@@ -161,7 +167,7 @@ fn take_name(o: &Opts) -> Result<(), String> {
     if let Some(f) = state::foreign(o) {
         return Err(f);
     }
-    Ok(())
+    Ok(held)
 }
 
 fn cmd_cleanup(o: &Opts) -> i32 {
@@ -288,9 +294,10 @@ fn cmd_run(o: Opts) -> i32 {
             return bad(e);
         }
     }
-    if let Err(e) = take_name(&o) {
-        return bad(e);
-    }
+    let dead = match take_name(&o) {
+        Ok(d) => d,
+        Err(e) => return bad(e),
+    };
     let listener = match &o.metrics {
         Some(a) => match TcpListener::bind(a) {
             Ok(l) => Some(l),
@@ -315,7 +322,7 @@ fn cmd_run(o: Opts) -> i32 {
         eprintln!("error: cannot write the state file: {e}");
         return 1;
     }
-    let code = match set_up_and_supervise(&o, &clients, listener, uid, gid, &mut rec) {
+    let code = match set_up_and_supervise(&o, &clients, listener, (uid, gid), dead, &mut rec) {
         Ok(c) => c,
         Err(Fail::User(e)) => {
             eprintln!("error: {e}");
@@ -344,8 +351,8 @@ fn set_up_and_supervise(
     o: &Opts,
     clients: &[Prefix],
     listener: Option<TcpListener>,
-    uid: u32,
-    gid: u32,
+    (uid, gid): (u32, u32),
+    dead: Vec<supervise::DeadConn>,
     rec: &mut Record,
 ) -> Result<i32, Fail> {
     let internal = |e: std::io::Error| Fail::Internal(e.to_string());
@@ -387,7 +394,7 @@ fn set_up_and_supervise(
         uid,
         gid,
     };
-    supervise::supervise(o, clients, held, rec).map_err(internal)
+    supervise::supervise(o, clients, held, dead, rec).map_err(internal)
 }
 
 fn worker_main() -> i32 {

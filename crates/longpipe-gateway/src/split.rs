@@ -23,9 +23,9 @@
 //! server-side socket needs `CAP_NET_RAW` or `CAP_NET_ADMIN`, and `CAP_NET_RAW` is the
 //! narrower (it cannot change routes, rules or nftables).
 //!
-//! Why one file of ~680 lines: the relay is one `ppoll` loop over pairs of sockets whose
-//! states (half-closed, reset, buffers full) decide each other's poll events; its tests
-//! are the last ~120 lines.
+//! Why one file of ~770 lines: the relay is one `ppoll` loop over pairs of sockets whose
+//! states (half-closed, reset, buffers full) decide each other's poll events; its
+//! metrics and snapshot are read from that state; its tests are the last ~120 lines.
 
 use crate::metrics;
 use crate::opts::Opts;
@@ -435,7 +435,7 @@ pub fn run(
         let _ = metrics::serve(l, snapshot.clone(), stop_metrics.clone());
     }
     if harden {
-        crate::worker::harden(true)?;
+        crate::harden::harden(true)?;
     }
     let mut parent_gone = false;
     let cap = o.relay_buffer as usize;

@@ -193,8 +193,15 @@ fn spawn(o: &Opts, h: &Held, snap: &File, plan: &mut Plan) -> io::Result<Child> 
 }
 
 /// Runs packet loops until the daemon is told to stop; the last loop's exit status
-/// (0: stopped cleanly).
-pub fn supervise(o: &Opts, clients: &[Prefix], h: Held, rec: &mut Record) -> io::Result<i32> {
+/// (0: stopped cleanly). `dead`: connections a dead instance's loop held, for the
+/// first loop to reset.
+pub fn supervise(
+    o: &Opts,
+    clients: &[Prefix],
+    h: Held,
+    dead: Vec<DeadConn>,
+    rec: &mut Record,
+) -> io::Result<i32> {
     let snap = snapshot_file(&o.name)?;
     let mut plan = Plan {
         opts: o.clone(),
@@ -204,7 +211,7 @@ pub fn supervise(o: &Opts, clients: &[Prefix], h: Held, rec: &mut Record) -> io:
         listener: h.metrics.as_ref().map(|l| l.as_raw_fd()),
         // the loop gets a duplicate (spawn): its number is known only then
         snapshot: None,
-        dead: vec![],
+        dead,
     };
     let mut notify = Notify::from_env();
     let mut ready = false;
@@ -333,8 +340,8 @@ fn snapshot_fresh(name: &str, since: &Instant) -> bool {
     age < since.elapsed()
 }
 
-/// The connections of the dead loop's last snapshot.
-fn dead_conns(name: &str) -> Vec<DeadConn> {
+/// The connections of a dead loop's last snapshot.
+pub fn dead_conns(name: &str) -> Vec<DeadConn> {
     let Ok(Some(s)) = Snapshot::read(name) else {
         return vec![];
     };

@@ -11,9 +11,16 @@
 //!
 //! Stopping (SIGTERM, SIGINT, SIGHUP, or the parent's control pipe closing): new
 //! connections pass through untouched, and the loop goes on until the gateway holds
-//! nothing or `--drain` has passed; then it reports what it had acknowledged to servers
-//! and not delivered (`acked_undelivered_bytes`), on stderr and as one JSON line on
-//! stdout.
+//! nothing or `--drain` has passed; then it resets both ends of every connection that
+//! cannot go on without it and reports what it had acknowledged to servers and not
+//! delivered (`acked_undelivered_bytes`, exact), on stderr and as one JSON line on
+//! stdout. A pipe that ends without a signal means the parent died: the metrics port is
+//! closed at once and the loop stops the same way. It writes its connections to the
+//! snapshot file ([`crate::state::Snapshot`]) every second and soon after they change,
+//! and starts by resetting the connections a dead predecessor held.
+//!
+//! Why ~750 lines: ~540 of the loop (its I/O, its snapshot, its stop) and ~210 of tests
+//! that run it between socket pairs (the end of the file).
 
 use crate::idle::{Idle, Spin};
 use crate::metrics;
@@ -281,81 +288,6 @@ fn write_snapshot(f: &File, path: &PacketPath, uptime_s: f64, draining: bool) {
     }
 }
 
-/// No new privileges, then a seccomp filter that allows the system calls the packet
-/// loop and the metrics thread make (and the split relay's, [`SPLIT_SYSCALLS`]) and
-/// kills the process on any other: a compromise of the packet path cannot run programs
-/// or make sockets of its own. The supervisor restarts a killed loop.
-pub fn harden(split: bool) -> io::Result<()> {
-    sys::no_new_privs()?;
-    let mut allow: Vec<libc::c_long> = LOOP_SYSCALLS.to_vec();
-    if split {
-        allow.extend_from_slice(SPLIT_SYSCALLS);
-    }
-    sys::seccomp_allow_only(&allow)
-}
-
-/// What the packet loop and the metrics thread call once set up (Rust's standard
-/// library and glibc included: memory, locks, time, a panic's abort; `openat` for
-/// /proc/net/dev, whose device counters the loop reads).
-pub const LOOP_SYSCALLS: &[libc::c_long] = &[
-    libc::SYS_read,
-    libc::SYS_write,
-    libc::SYS_writev,
-    libc::SYS_pread64,
-    libc::SYS_pwrite64,
-    libc::SYS_ftruncate,
-    libc::SYS_lseek,
-    libc::SYS_ppoll,
-    libc::SYS_openat,
-    libc::SYS_close,
-    libc::SYS_fstat,
-    libc::SYS_newfstatat,
-    libc::SYS_statx,
-    libc::SYS_fcntl,
-    libc::SYS_ioctl,
-    libc::SYS_accept4,
-    libc::SYS_setsockopt,
-    libc::SYS_getsockopt,
-    libc::SYS_getsockname,
-    libc::SYS_getpeername,
-    libc::SYS_shutdown,
-    libc::SYS_recvfrom,
-    libc::SYS_sendto,
-    libc::SYS_clock_gettime,
-    libc::SYS_clock_nanosleep,
-    libc::SYS_nanosleep,
-    libc::SYS_futex,
-    libc::SYS_sched_yield,
-    libc::SYS_mmap,
-    libc::SYS_munmap,
-    libc::SYS_mremap,
-    libc::SYS_mprotect,
-    libc::SYS_madvise,
-    libc::SYS_brk,
-    libc::SYS_rt_sigreturn,
-    libc::SYS_rt_sigprocmask,
-    libc::SYS_rt_sigaction,
-    libc::SYS_sigaltstack,
-    libc::SYS_getpid,
-    libc::SYS_gettid,
-    libc::SYS_tgkill,
-    libc::SYS_getrandom,
-    libc::SYS_rseq,
-    libc::SYS_set_robust_list,
-    libc::SYS_restart_syscall,
-    libc::SYS_exit,
-    libc::SYS_exit_group,
-];
-
-/// The split relay's sockets on top of [`LOOP_SYSCALLS`].
-pub const SPLIT_SYSCALLS: &[libc::c_long] = &[
-    libc::SYS_socket,
-    libc::SYS_bind,
-    libc::SYS_connect,
-    libc::SYS_getrlimit,
-    libc::SYS_prlimit64,
-];
-
 /// Runs until stopped: a signal, or the control pipe's end. Stopping: new connections
 /// pass untouched; the loop goes on until the gateway holds nothing or `--drain` has
 /// passed; then every connection that cannot go on without the gateway is reset on
@@ -387,7 +319,7 @@ pub fn run(o: &Opts, mut path: PacketPath, devs: [OwnedFd; 2], io: LoopIo) -> io
         let _ = metrics::serve(l, snapshot.clone(), stop_metrics.clone());
     }
     if hardened {
-        harden(false)?;
+        crate::harden::harden(false)?;
     }
     let t0 = Instant::now();
     let now = || SimTime(t0.elapsed().as_nanos() as u64);

@@ -14,13 +14,16 @@
 //!   go-back-N without window reduction, duplicate-ACK suppression).
 //! - [`split`]: terminate the server's connection, open a second one to the client.
 //!
-//! Connection table: learned from either side's SYN; a RST forgets the connection at
-//! once, a connection whose both FINs have passed and whose data is all delivered is
+//! Connection table (spoof mode): a connection starts when the answer to its SYN passes
+//! (an opening SYN leaves only an entry in the bounded, fast-ageing table of handshakes,
+//! [`handshake`]); a RST forgets it only if it is the peer's (RFC 5961, `lifecycle.rs`);
+//! a connection whose both FINs have passed and whose data is all delivered is
 //! forgotten, one idle (no packet, nothing held) for `idle_timeout` is reaped, and one
-//! whose client has acknowledged nothing for `abandon_timeout` while data waits for it
-//! is abandoned (its held bytes counted in [`Gateway::abandoned_bytes`]). The table holds
-//! at most `max_conns` connections: beyond that, new connections pass through
-//! unaccelerated (counted in `conns_refused`).
+//! whose client has acknowledged nothing new for `abandon_timeout` while data waits for
+//! it is given up: both ends reset, the bytes the server saw acknowledged counted in
+//! [`Gateway::abandoned_bytes`]. The table holds at most `max_conns` connections:
+//! beyond that, new connections pass through unaccelerated (counted in
+//! `conns_refused`). Split mode learns connections from the server's SYN.
 //!
 //! No event scans the table: each connection's next deadline sits in an ordered timer
 //! set, and in shared mode the connections that may send under the current fair share
@@ -35,11 +38,16 @@
 //! Files: [`config`] (the scenario's spec, its defaults and checks, the counters), this
 //! one (the connection table, its timer and eligible sets, and the shared per-uplink
 //! budget, which hands out and takes back window on every connection event),
-//! [`spoof`] (one spoofed connection: [`spoof::paper`]'s go-back-N, [`spoof::shared`]'s
-//! scoreboard), [`split`], [`node`] (the simulator's element).
+//! [`handshake`] (handshakes in progress), `lifecycle.rs` (RSTs, expiry, removal, the
+//! listing and resets a daemon asks for), [`spoof`] (one spoofed connection:
+//! [`spoof::paper`]'s go-back-N, [`spoof::shared`]'s scoreboard), [`split`], [`node`]
+//! (the simulator's element). Why ~700 lines here: the table's entry points
+//! (`on_packet`, `on_timer`, the pump) each touch the timer index, the eligible set and
+//! the shared sums together, and keep them consistent in one place.
 
 pub mod config;
 pub mod handshake;
+mod lifecycle;
 pub mod node;
 pub mod split;
 pub mod spoof;
@@ -533,157 +541,6 @@ impl<P: GwPacket> Gateway<P> {
                 let mut armed = c.armed;
                 self.idx.arm(k, &mut armed, t);
                 c.armed = armed;
-            }
-        }
-    }
-
-    /// Spoof mode: every connection (key, state), in key order (a listing; the daemon's
-    /// record of what to reset if it dies).
-    pub fn connections(&self) -> Vec<(ConnKey, spoof::ConnInfo)> {
-        match &self.conns {
-            Conns::Spoof(cs) => cs.iter().map(|(k, c)| (*k, c.info())).collect(),
-            Conns::Split(_) => vec![],
-        }
-    }
-
-    /// Spoof mode, stopping: resets both sides of every connection that cannot go on
-    /// without the gateway ([`spoof::Conn::needs_gateway`]) and forgets it; the rest
-    /// continue end to end. Returns (connections reset, bytes the servers saw
-    /// acknowledged that their clients never did).
-    pub fn reset_all(&mut self, now: SimTime, out: &mut Vec<P>) -> (u64, u64) {
-        let st = &mut self.stats;
-        let Conns::Spoof(cs) = &mut self.conns else {
-            return (0, 0);
-        };
-        let doomed: Vec<ConnKey> = cs
-            .iter()
-            .filter(|(_, c)| c.needs_gateway())
-            .map(|(k, _)| *k)
-            .collect();
-        let mut bytes = 0;
-        for k in &doomed {
-            let c = cs.remove(k).expect("present");
-            c.rsts(now, out);
-            bytes += c.unsent_acked_bytes();
-            Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, *k, &c);
-        }
-        self.faults.resets_sent += doomed.len() as u64;
-        Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
-        (doomed.len() as u64, bytes)
-    }
-
-    /// Spoof mode: forgets the handshakes not completed within `half_open_timeout` (done
-    /// on every packet; a daemon also calls it now and then while idle).
-    pub fn housekeeping(&mut self, now: SimTime) {
-        let st = &mut self.stats;
-        if let Conns::Spoof(cs) = &mut self.conns {
-            Self::expire_handshakes(
-                cs,
-                &mut self.idx,
-                &mut self.shared,
-                &mut self.hs,
-                st,
-                &self.cfg,
-                now,
-            );
-            Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
-        }
-    }
-
-    fn expire_handshakes(
-        cs: &mut BTreeMap<ConnKey, spoof::Conn<P>>,
-        idx: &mut Index,
-        shared: &mut Option<Shared>,
-        hs: &mut handshake::Handshakes,
-        st: &mut GatewayCounters,
-        cfg: &GatewayConfig,
-        now: SimTime,
-    ) {
-        let timeout = cfg.half_open_timeout;
-        hs.expire(now, timeout);
-        while let Some(&(t, k)) = hs.embryos.front() {
-            if t + timeout > now {
-                break;
-            }
-            hs.embryos.pop_front();
-            let gone = cs
-                .get(&k)
-                .is_some_and(|c| c.born() == t && c.half_open_expired(now, timeout));
-            if gone {
-                let c = cs.remove(&k).expect("present");
-                Self::unlink(idx, shared, hs, st, k, &c);
-                hs.stats.expired += 1;
-            }
-        }
-    }
-
-    /// Takes a spoofed connection (already out of the table) out of the indexes, the
-    /// shared sums and the handshake counts; counted as closed.
-    fn unlink(
-        idx: &mut Index,
-        shared: &mut Option<Shared>,
-        hs: &mut handshake::Handshakes,
-        st: &mut GatewayCounters,
-        k: ConnKey,
-        c: &spoof::Conn<P>,
-    ) {
-        st.conns_closed += 1;
-        idx.forget(k, c.armed);
-        if let Some(sh) = shared {
-            sh.account::<P>(Part::of(c), None);
-        }
-        if !c.established() {
-            hs.embryo_gone(k);
-        }
-    }
-
-    /// Spoof mode: a RST (RFC 5961 §3.2; [`spoof::Conn::rst_verdict`]).
-    #[allow(clippy::too_many_arguments)]
-    fn spoof_rst(
-        cs: &mut BTreeMap<ConnKey, spoof::Conn<P>>,
-        idx: &mut Index,
-        shared: &mut Option<Shared>,
-        hs: &mut handshake::Handshakes,
-        faults: &mut FaultCounters,
-        st: &mut GatewayCounters,
-        cfg: &GatewayConfig,
-        now: SimTime,
-        (k, dir): (ConnKey, Dir),
-        pkt: P,
-        out: &mut Vec<P>,
-    ) {
-        let Some(c) = cs.get_mut(&k) else {
-            hs.rst(k, dir, pkt.hdr());
-            out.push(pkt);
-            return;
-        };
-        match c.rst_verdict(dir, pkt.hdr()) {
-            spoof::RstVerdict::Accept => {
-                faults.rst_accepted += 1;
-                faults.reset_bytes += c.unsent_acked_bytes();
-                if dir == Dir::ToClient {
-                    // at the byte the client expects, not the one the server sent next
-                    out.push(c.rst_to_client(now));
-                } else {
-                    out.push(pkt);
-                }
-                let c = cs.remove(&k).expect("present");
-                Self::unlink(idx, shared, hs, st, k, &c);
-                Self::refresh_eligible(idx, shared.as_ref(), cs);
-            }
-            spoof::RstVerdict::Challenge => {
-                faults.rst_challenged += 1;
-                let n = cs.len();
-                let mem = shared
-                    .as_ref()
-                    .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(n));
-                let c = cs.get_mut(&k).expect("present");
-                out.push(c.challenge_ack(cfg, mem, now));
-            }
-            spoof::RstVerdict::Drop => faults.rst_dropped += 1,
-            spoof::RstVerdict::Pass => {
-                faults.rst_passed += 1;
-                out.push(pkt);
             }
         }
     }

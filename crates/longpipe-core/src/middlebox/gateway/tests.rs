@@ -1,7 +1,7 @@
 //! The gateway on real packets, fed by hand: identities, sequence wrap, window scaling,
 //! the connection table, out-of-order server data, timestamps.
 //!
-//! Why one file of ~770 lines: every test builds its packets with the same few helpers
+//! Why one file of ~790 lines: every test builds its packets with the same few helpers
 //! (`pkt`, `syn`, `open`, `stamped`) and reads the same counters; each test is short.
 
 use super::*;
