@@ -98,6 +98,9 @@ impl Notify {
             None => std::os::unix::net::SocketAddr::from_pathname(&path).ok()?,
         };
         let sock = std::os::unix::net::UnixDatagram::unbound().ok()?;
+        // never wait on the receiver: a full queue (net.unix.max_dgram_qlen, 10 by
+        // default) would stop the supervisor; a dropped ping is systemd's to judge
+        sock.set_nonblocking(true).ok()?;
         let ping = std::env::var("WATCHDOG_USEC")
             .ok()
             .and_then(|u| u.parse::<u64>().ok())
