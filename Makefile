@@ -48,6 +48,7 @@ FUZZ_MEM_KB ?= 8000000
 
 test: setup ## Rust tests, fuzz targets (bounded), then Python tests
 	cargo test -p longpipe-core --profile fasttest -q
+	cargo test -p longpipe-sys --profile fasttest -q
 	cargo test -p longpipe-emu --profile fasttest -q
 	cargo test -p longpipe-gateway --profile fasttest -q
 	cargo test -p longpipe-py --profile fasttest -q

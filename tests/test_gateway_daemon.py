@@ -107,11 +107,12 @@ class Drain:
         return "".join(self.lines)
 
 
-def read_until(p: subprocess.Popen[str], pattern: str, timeout: float) -> str:
-    """Lines of p's stderr until one matches `pattern`; that line."""
+def read_until(p: subprocess.Popen[str], pattern: str, timeout: float, seen: list[str] | None = None) -> str:
+    """Lines of p's stderr until one matches `pattern` (all of them appended to `seen`);
+    that line."""
     assert p.stderr is not None
     t = time.monotonic() + timeout
-    seen = []
+    seen = [] if seen is None else seen
     while time.monotonic() < t:
         r, _, _ = select.select([p.stderr], [], [], 0.2)
         if r:
@@ -187,7 +188,7 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
         os.chmod(work / f, 0o644)
     sc = work / "chain.json"
     sc.write_text(json.dumps(scenario))
-    before = namespaces()
+    mine: set[str] = set()  # this emulation's namespaces (other sessions' may come and go)
     emu = subprocess.Popen(
         [emu_binary(), "run", "--scenario", str(sc), "--user", "nobody", "--spawn", f"server={server}",
          "--node", "client", "--", *client],
@@ -195,7 +196,8 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
     gw: subprocess.Popen[str] | None = None
     found: dict[str, Any] = {}
     try:
-        ns = {n.rsplit("-", 1)[1]: n for n in emu_namespaces(emu.pid)}
+        mine = set(emu_namespaces(emu.pid))
+        ns = {n.rsplit("-", 1)[1]: n for n in mine}
         gw_ns = ns["gw"]
         t = time.monotonic() + 30
         while "10.0.0.3" not in in_ns(gw_ns, "ip", "-4", "route", "show", "dev", "lpl1").stdout:
@@ -206,9 +208,11 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
                 ["ip", "netns", "exec", gw_ns, gateway_binary(), "run", "--mode", gateway, "--uplink", "lpl1",
                  "--rate", scenario["link"][1]["rate"], "--rtt", RTT, "--metrics", "127.0.0.1:9464",
                  "--user", "nobody", "--stats-interval", "2s", "--drain", "2s", *gw_args],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "LONGPIPE_GATEWAY_STATE": str(work / "state")})
             ready = read_until(gw, r"ready: pid \d+", 30)
             gw_err = Drain(gw.stderr)
+            found["gw_err"] = gw_err
             pid = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
             found["ready"] = ready
             found["pid"] = pid
@@ -262,6 +266,11 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
         out, err = emu.communicate(timeout=60)
         assert emu.returncode == 0, err
         found["emu"] = json.loads(out.strip().splitlines()[-1])
+    except BaseException:
+        # what the daemon said, for the failure's report
+        if "gw_err" in found:
+            print("daemon stderr (tail):\n" + found["gw_err"].text(timeout=1)[-4000:])
+        raise
     finally:
         (work / "done").touch()
         for p in (gw, emu):
@@ -272,8 +281,10 @@ def through_chain(work: Path, files: tuple[str, ...], server: str, client: list[
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait(timeout=30)
-        left = namespaces() - before
+        left = mine & namespaces()
         if left:
+            # the emulator's own recovery: it removes what a run whose process is gone
+            # left (never another live run's)
             subprocess.run([emu_binary(), "cleanup"], capture_output=True, timeout=60)
         assert not left, f"namespaces left behind: {left}"
     return found
@@ -409,6 +420,18 @@ def test_the_binary_prints_its_usage_on_help(args: list[str]) -> None:
      "error: --pace: only with --mode spoof"),
     (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--cc", "bbr"], "error: --cc: only with --mode split"),
     (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--max-conns", "-1"], "error: --max-conns"),
+    # issue 29 item 15: the documented maximum is the kernel's; an empty list is refused
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--dev-queue", "1000000"],
+     "error: --dev-queue: expected 16 to 524288 packets"),
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--clients", ""],
+     "error: --clients: expected IPv4 prefixes"),
+    # issue 26 item 8
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--metrics", "0.0.0.0:9464"],
+     "error: --metrics 0.0.0.0:9464: not a loopback address"),
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--stats-interval", "10ms"],
+     "error: --stats-interval: at least 1s"),
+    (["run", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s", "--clients", "2001:db8::/32"],
+     "error: --clients: \"2001:db8::/32\" is IPv6"),
 ])
 def test_bad_options_exit_2_with_one_line(args: list[str], expected: str) -> None:
     p = subprocess.run([sys.executable, "-m", "longpipe", "gateway", *args], capture_output=True, text=True,
@@ -486,42 +509,45 @@ def test_split_mode_relays_a_real_download_with_the_chosen_congestion_control(sh
 
 @needs_root
 @pytest.mark.skipif(shutil.which("nft") is None, reason="split mode needs nft (make system-deps installs nftables)")
-def test_split_mode_set_up_is_removed_by_cleanup_after_a_kill_and_nothing_else() -> None:
+def test_split_mode_set_up_is_removed_by_cleanup_after_a_kill_and_nothing_else(tmp_path: Path) -> None:
     ns = f"lpgw-split-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
     procs: list[subprocess.Popen[str]] = []
+    env = {**os.environ, "LONGPIPE_GATEWAY_STATE": str(tmp_path / "state")}
     try:
         in_ns(ns, "ip", "link", "set", "lo", "up")
         in_ns(ns, "nft", "add", "table", "ip", "someone-elses")
         base = [gateway_binary(), "run", "--mode", "split", "--uplink", "lo", "--rate", "1Mbps", "--rtt", "1s",
                 "--clients", "10.9.0.0/16", "--metrics", "off", "--user", "nobody"]
         # an unknown congestion control is the user's error: one line, exit 2, nothing set up
-        p = in_ns(ns, *base, "--cc", "nosuchcc")
+        p = in_ns(ns, *base, "--cc", "nosuchcc", env=env)
         assert p.returncode == 2 and p.stderr.startswith('error: --cc "nosuchcc"'), p.stderr
         assert p.stderr.count("\n") == 1 and "available:" in p.stderr
         assert "lpgw" not in in_ns(ns, "nft", "list", "tables").stdout
         gw = subprocess.Popen(["ip", "netns", "exec", ns, *base], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         procs.append(gw)
         ready = read_until(gw, r"ready: pid \d+", 30)
         assert "mode split" in ready and "satellite leg cc cubic" in ready, ready
         worker = int(re.search(r"pid (\d+)", ready).group(1))  # type: ignore[union-attr]
         assert "table ip lpgw" in in_ns(ns, "nft", "list", "tables").stdout
         assert "fwmark 0x1d1a lookup 7450" in in_ns(ns, "ip", "rule", "show").stdout
-        # a crash: both processes killed, nothing undone
+        # a crash: both processes killed (the parent first: it would restart the relay),
+        # nothing undone
         parent = int(in_ns(ns, "sh", "-c", f"cat /proc/{worker}/status").stdout.split("PPid:")[1].split()[0])
-        for pid in (worker, parent):
+        for pid in (parent, worker):
             os.kill(pid, signal.SIGKILL)
         gw.communicate(timeout=30)
         assert "table ip lpgw" in in_ns(ns, "nft", "list", "tables").stdout
-        c = in_ns(ns, gateway_binary(), "cleanup")
+        c = in_ns(ns, gateway_binary(), "cleanup", env=env)
         assert c.returncode == 0, c.stderr
-        assert "removed nftables table ip lpgw" in c.stdout and "fwmark 0x1d1a lookup 7450" in c.stdout, c.stdout
+        assert "removed nftables table ip lpgw" in c.stdout, c.stdout
+        assert "removed rule pref 7450 fwmark 7450 lookup 7450" in c.stdout, c.stdout
         tables = in_ns(ns, "nft", "list", "tables").stdout
         assert "lpgw" not in tables and "table ip someone-elses" in tables, tables
         assert "7450" not in in_ns(ns, "ip", "rule", "show").stdout
         assert in_ns(ns, "ip", "route", "show", "table", "7450").stdout == ""
-        assert in_ns(ns, gateway_binary(), "cleanup").stdout.strip() == "nothing to clean up"
+        assert in_ns(ns, gateway_binary(), "cleanup", env=env).stdout.strip() == "nothing to clean up"
     finally:
         for p in procs:
             if p.poll() is None:

@@ -3,6 +3,7 @@ binary does the work; this module finds it and hands over, with the same argumen
 See docs/notes/gateway-daemon.md.
 
     longpipe gateway run --uplink IF --rate RATE --rtt TIME [--mode spoof|split] [--clients CIDR,...] [...]
+    longpipe gateway status [--name PREFIX] [--json]
     longpipe gateway cleanup [--name PREFIX] [--table N] [--pref N]
 """
 
@@ -42,9 +43,11 @@ def register(sub: Any) -> None:
                        "clients behind --uplink and the servers passes through two TUN devices and the core's "
                        "gateway element ('--mode split': a transparent split-connection proxy on kernel sockets, "
                        "nftables TPROXY). 'run' needs root for the set-up, then handles packets as an "
-                       "unprivileged user; SIGTERM drains and reports. 'cleanup' removes the rules a crashed "
-                       "run left. The daemon's options: longpipe gateway run --help.")
-    g.add_argument("action", choices=["run", "cleanup"], help="run the daemon, or remove a crashed run's rules")
+                       "unprivileged user; SIGTERM drains and reports. 'status' lists a running instance's "
+                       "connections; 'cleanup' undoes what a dead instance left (never a running one's). "
+                       "The daemon's options: longpipe gateway run --help.")
+    g.add_argument("action", choices=["run", "status", "cleanup"],
+                   help="run the daemon, list its connections, or undo a dead instance's set-up")
     g.add_argument("args", nargs=argparse.REMAINDER, help="the daemon's options (--uplink IF --rate R --rtt T ...)")
     g.set_defaults(func=cmd_gateway)
 

@@ -11,7 +11,8 @@
 //! (the real devices), [`netns`] (namespaces, devices, routes; teardown and crash
 //! recovery), [`linux`] (scenario TCP options → socket options, routes, sysctls),
 //! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`report`] (the simulator's
-//! result fields), [`selftest`] (accuracy and speed), [`sys`] (the only `unsafe`).
+//! result fields), [`selftest`] (accuracy and speed); [`sys`] is `longpipe_sys::sys` (the system calls,
+//! the only `unsafe`, shared with the gateway daemon).
 //! The binary (`src/main.rs`) is the privileged parent and the unprivileged ferry.
 //! See docs/emulation.md.
 
@@ -22,5 +23,6 @@ pub mod netns;
 pub mod pkt;
 pub mod report;
 pub mod selftest;
-pub mod sys;
 pub mod tun;
+
+pub use longpipe_sys::sys;

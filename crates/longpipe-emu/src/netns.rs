@@ -22,9 +22,11 @@ use crate::sys;
 use longpipe_core::net::packet::node_addr;
 use longpipe_core::net::routing::Routes;
 use longpipe_core::scenario::ValidScenario;
+use longpipe_sys::cmd;
+use longpipe_sys::procs::start_time;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,14 +46,6 @@ struct Record {
     /// Field 22 of /proc/PID/stat (start time in clock ticks): tells a reused pid.
     start: u64,
     netns: Vec<String>,
-}
-
-/// Start time of a process, if it runs.
-fn start_time(pid: u32) -> Option<u64> {
-    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // the command name (field 2) may hold spaces and parentheses: skip past its ')'
-    let rest = &s[s.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn run_id() -> String {
@@ -122,33 +116,7 @@ pub fn device_drops(ns: &str, dev: &str) -> Option<(u64, u64)> {
 }
 
 fn ip(args: &[&str], stdin: Option<&str>) -> io::Result<()> {
-    let mut c = Command::new("ip");
-    c.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut ch = c.spawn().map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot run `ip` (iproute2): {e}; install it (apt-get install iproute2)"),
-        )
-    })?;
-    if let Some(s) = stdin {
-        ch.stdin.take().expect("piped").write_all(s.as_bytes())?;
-    }
-    let out = ch.wait_with_output()?;
-    if !out.status.success() {
-        return Err(io::Error::other(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(())
+    cmd::ip(args, stdin).map(|_| ())
 }
 
 /// Processes inside a named namespace.

@@ -9,11 +9,15 @@
 //! path, no I/O: bytes in, bytes out; fuzzed and benchmarked), [`pkt`] (the packet type
 //! the gateway carries: header and payload bytes), [`metrics`] (Prometheus text format
 //! on a local HTTP endpoint, the stats line), [`setup`] (devices, routes, rules,
-//! sysctls; teardown), [`worker`] (the unprivileged packet loop) and [`idle`] (its
-//! choice between polling and sleeping); split mode (kernel
+//! sysctls), [`state`] (what an instance set up, on disk: refusal to touch a running
+//! instance, exact cleanup, the connection snapshot for `status` and restarts),
+//! [`worker`] (the unprivileged packet loop), [`idle`] (its choice between polling
+//! and sleeping) and [`harden`] (its seccomp filter); split mode (kernel
 //! sockets, nftables TPROXY): [`split_setup`] (root) and [`split`] (the relay). The binary
-//! (`src/main.rs`) is the privileged parent. See docs/notes/gateway-daemon.md.
+//! (`src/main.rs`) is the privileged parent and supervisor ([`supervise`]). See
+//! docs/notes/gateway-daemon.md.
 
+pub mod harden;
 pub mod idle;
 pub mod metrics;
 pub mod opts;
@@ -22,4 +26,6 @@ pub mod pkt;
 pub mod setup;
 pub mod split;
 pub mod split_setup;
+pub mod state;
+pub mod supervise;
 pub mod worker;

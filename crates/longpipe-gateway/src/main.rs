@@ -1,40 +1,49 @@
 //! `longpipe-gateway`: the satellite TCP gateway daemon (`longpipe gateway run` runs it).
 //!
-//! Processes: this one starts as root, checks the options, opens the two TUN devices,
-//! installs routes, rules and sysctls ([`setup`]), binds the metrics port, and starts
-//! the packet loop — this binary again (`__worker`) — as an unprivileged user (`--user`,
-//! the user behind sudo, or nobody; never root), handing it the descriptors by
-//! inheritance. The worker checks that it holds no root id and no capability before
-//! touching a packet. The parent only waits (passing SIGTERM/SIGINT/SIGHUP on) and
-//! tears the set-up down when the worker ends. Exit status: 0, 2 bad input or an
-//! unusable environment (one line on stderr), 1 internal error.
+//! Processes: this one starts as root, checks the options, takes its instance name
+//! (refusing one that runs; undoing what a dead one left, [`state`]), opens the two
+//! TUN devices, installs routes, rules and sysctls ([`setup`], each recorded in the
+//! state file first), binds the metrics port, and starts the packet loop — this binary
+//! again (`__worker`) — as an unprivileged user (`--user`, the user behind sudo, or
+//! nobody; never root), handing it the descriptors by inheritance. The worker checks
+//! that it holds no root id and no capability before touching a packet, then sets no
+//! new privileges and a seccomp filter. The parent supervises it ([`supervise`]:
+//! signals passed on, a dead loop restarted and its connections reset, systemd's
+//! watchdog) and undoes the set-up when it ends. `status` lists an instance's
+//! connections; `cleanup` undoes a dead instance's set-up. Exit status: 0, 2 bad input
+//! or an unusable environment (one line on stderr), 1 internal error.
 
-use longpipe_emu::sys;
+use longpipe_core::time::SimTime;
 use longpipe_gateway::opts::{self, Mode, Opts, USAGE};
-use longpipe_gateway::path::{PacketPath, Prefix};
-use longpipe_gateway::setup;
-use longpipe_gateway::worker::{self, Privileges, CAP_NET_RAW};
-use longpipe_gateway::{split, split_setup};
-use serde::{Deserialize, Serialize};
+use longpipe_gateway::path::{Dead, PacketPath, Prefix, DEAD_FOR};
+use longpipe_gateway::state::{self, Owner, Record};
+use longpipe_gateway::supervise::{self, Plan};
+use longpipe_gateway::worker::{self, LoopIo, Privileges, CAP_NET_RAW};
+use longpipe_gateway::{setup, split, split_setup};
+use longpipe_sys::cmd::have;
+use longpipe_sys::sys;
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let wants_help = args.iter().any(|a| a == "--help" || a == "-h");
     let code = match args.first().map(String::as_str) {
-        Some("run" | "cleanup") if wants_help => help(),
+        Some("run" | "cleanup" | "status") if wants_help => help(),
         Some("run") => match opts::parse(&args[1..], false) {
             Ok(o) => cmd_run(o),
             Err(e) => bad(e),
         },
         Some("cleanup") => match opts::parse(&args[1..], true) {
             Ok(o) => cmd_cleanup(&o),
+            Err(e) => bad(e),
+        },
+        Some("status") => match opts::parse_status(&args[1..]) {
+            Ok((o, json)) => cmd_status(&o, json),
             Err(e) => bad(e),
         },
         Some("__worker") => worker_main(),
@@ -54,28 +63,6 @@ fn help() -> i32 {
 fn bad(msg: impl std::fmt::Display) -> i32 {
     eprintln!("error: {msg}");
     2
-}
-
-/// What the parent hands the worker (one JSON line on its stdin, which then stays open
-/// as the stop channel).
-#[derive(Serialize, Deserialize)]
-struct Plan {
-    opts: Opts,
-    clients: Vec<Prefix>,
-    /// Spoof mode: TUN descriptors: toward the client, toward the server.
-    tuns: Option<[i32; 2]>,
-    /// Split mode: the transparent listener.
-    relay: Option<i32>,
-    listener: Option<i32>,
-}
-
-fn have(cmd: &str, arg: &str) -> bool {
-    Command::new(cmd)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
 }
 
 /// Split mode's commands: nft (nftables) and setpriv (util-linux).
@@ -128,35 +115,154 @@ fn target_user(arg: Option<&str>) -> Result<(u32, u32), String> {
     Ok((u, g))
 }
 
+/// Who holds `--name` in this namespace, for `run`: refuse a running instance, wait
+/// for a draining loop, undo a dead instance's set-up. Returns the connections a dead
+/// instance's packet loop held at its last snapshot (killed whole, nothing reset
+/// them: the first loop of this one does). Err: the line to exit 2 with.
+fn take_name(o: &Opts) -> Result<Vec<supervise::DeadConn>, String> {
+    let who = state::owner(&o.name).map_err(|e| format!("state file: {e}"))?;
+    let dead = match who {
+        Owner::Nobody => None,
+        Owner::Running(r) => {
+            return Err(format!(
+                "another longpipe-gateway (pid {}) runs with --name {} in this network \
+                 namespace; stop it (kill -TERM {}) or choose another --name, --table and --pref",
+                r.parent.0, o.name, r.parent.0
+            ))
+        }
+        Owner::Draining(r) => {
+            let w = r.worker.expect("draining: a loop");
+            let most = Duration::from_nanos(o.drain_ns) + Duration::from_secs(10);
+            eprintln!(
+                "longpipe-gateway: the packet loop (pid {}) of a previous instance whose parent \
+                 died is draining: waiting for it (at most {} s)",
+                w.0,
+                most.as_secs()
+            );
+            if !state::wait_gone(w, most) {
+                return Err(format!(
+                    "the packet loop (pid {}) of a previous instance with --name {} still runs; \
+                     stop it (kill -TERM {}) and start again",
+                    w.0, o.name, w.0
+                ));
+            }
+            Some(r)
+        }
+        Owner::Dead(r) => Some(r),
+    };
+    let mut held = vec![];
+    if let Some(r) = dead {
+        if r.mode == Mode::Spoof {
+            held = supervise::dead_conns(&o.name);
+        }
+        match state::undo(&r) {
+            Ok(done) => {
+                for d in done {
+                    eprintln!("longpipe-gateway: removed what a previous instance left: {d}");
+                }
+            }
+            Err(e) => return Err(format!("cannot undo a previous instance's set-up: {e}")),
+        }
+    }
+    if let Some(f) = state::foreign(o) {
+        return Err(f);
+    }
+    Ok(held)
+}
+
 fn cmd_cleanup(o: &Opts) -> i32 {
     if let Err(e) = preflight() {
         return bad(e);
     }
-    let table = match split_setup::cleanup(o) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
+    let who = match state::owner(&o.name) {
+        Ok(w) => w,
+        Err(e) => return bad(format!("state file: {e}")),
     };
-    if let Some(t) = &table {
-        println!("removed {t}");
-    }
-    match setup::cleanup(o) {
-        Ok(r) => {
-            if r.is_empty() && table.is_none() {
-                println!("nothing to clean up");
+    match who {
+        Owner::Running(r) => bad(format!(
+            "a running longpipe-gateway (pid {}) owns --name {} in this network namespace: stop \
+             it with kill -TERM {} (its exit undoes its set-up)",
+            r.parent.0, o.name, r.parent.0
+        )),
+        Owner::Draining(r) => bad(format!(
+            "the packet loop (pid {}) of --name {} is still draining after its parent died: \
+             wait for it (at most --drain) and run cleanup again",
+            r.worker.map_or(0, |w| w.0),
+            o.name
+        )),
+        Owner::Dead(r) => match state::undo(&r) {
+            Ok(done) => {
+                if done.is_empty() {
+                    println!(
+                        "nothing to clean up (the state file of --name {} is removed)",
+                        o.name
+                    );
+                }
+                for d in done {
+                    println!("removed {d}");
+                }
+                0
             }
-            for x in r {
-                println!("removed rule {x}");
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        },
+        Owner::Nobody => {
+            // rules of an instance without a state file (an older version): not ours
+            // to guess at; say what is there
+            let prefs = o.pref..=o.pref + 4;
+            match state::rules_at(prefs) {
+                Ok(r) if !r.is_empty() => {
+                    println!(
+                        "nothing to clean up: no state file of --name {}; rules at preferences \
+                         {}-{} that it does not list are left alone: {}",
+                        o.name,
+                        o.pref,
+                        o.pref + 4,
+                        r.join("; ")
+                    );
+                }
+                _ => println!("nothing to clean up"),
             }
             0
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
     }
+}
+
+fn cmd_status(o: &Opts, json: bool) -> i32 {
+    let who = match state::owner(&o.name) {
+        Ok(w) => w,
+        Err(e) => return bad(format!("state file: {e}")),
+    };
+    let (r, note) = match who {
+        Owner::Nobody => {
+            return bad(format!(
+                "no longpipe-gateway with --name {} in this network namespace (no state file \
+                 in {})",
+                o.name,
+                state::state_dir().display()
+            ))
+        }
+        Owner::Running(r) => (r, ""),
+        Owner::Draining(r) => (r, "its parent is gone; the packet loop drains\n"),
+        Owner::Dead(r) => (
+            r,
+            "not running: its set-up is left over (longpipe gateway cleanup removes it)\n",
+        ),
+    };
+    let snap = state::Snapshot::read(&o.name).ok().flatten();
+    if json {
+        let v = serde_json::json!({ "instance": r, "connections": snap });
+        println!("{v}");
+        return 0;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    print!("{note}{}", state::render_status(&r, snap.as_ref(), now));
+    0
 }
 
 fn cmd_run(o: Opts) -> i32 {
@@ -183,6 +289,15 @@ fn cmd_run(o: Opts) -> i32 {
         Ok(x) => x,
         Err(e) => return bad(e),
     };
+    if o.mode == Mode::Split {
+        if let Err(e) = preflight_split() {
+            return bad(e);
+        }
+    }
+    let dead = match take_name(&o) {
+        Ok(d) => d,
+        Err(e) => return bad(e),
+    };
     let listener = match &o.metrics {
         Some(a) => match TcpListener::bind(a) {
             Ok(l) => Some(l),
@@ -194,173 +309,92 @@ fn cmd_run(o: Opts) -> i32 {
         eprintln!("error: cannot install signal handlers: {e}");
         return 1;
     }
-    if o.mode == Mode::Split {
-        return run_split(&o, &clients, listener, uid, gid);
+    let v6 = setup::ipv6_routes_over(&o.uplink);
+    if !v6.is_empty() {
+        eprintln!(
+            "longpipe-gateway: note: IPv6 routes over {} ({}): IPv6 traffic passes unaccelerated",
+            o.uplink,
+            v6.join(", ")
+        );
     }
-    let _ = setup::cleanup(&o); // rules left by a crashed run with these names
-    let tuns = match (
-        sys::tun_open(&o.dev_to_client()),
-        sys::tun_open(&o.dev_to_server()),
-    ) {
-        (Ok(c), Ok(s)) => [c, s],
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!(
-                "error: cannot open the TUN devices {}/{}: {e}",
-                o.dev_to_client(),
-                o.dev_to_server()
-            );
-            return 1;
-        }
-    };
-    let mut inst = match setup::install(&o, &clients) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: cannot set up routing: {e}");
-            return 1;
-        }
-    };
-    let code = match supervise(&o, &clients, Workload::Tuns(tuns), listener, uid, gid) {
+    let mut rec = Record::new(&o);
+    if let Err(e) = rec.save() {
+        eprintln!("error: cannot write the state file: {e}");
+        return 1;
+    }
+    let code = match set_up_and_supervise(&o, &clients, listener, (uid, gid), dead, &mut rec) {
         Ok(c) => c,
-        Err(e) => {
+        Err(Fail::User(e)) => {
+            eprintln!("error: {e}");
+            2
+        }
+        Err(Fail::Internal(e)) => {
             eprintln!("error: {e}");
             1
         }
     };
-    inst.teardown();
-    code
-}
-
-/// Split mode: the transparent listener (errors in it are the user's: --cc, --port),
-/// the nftables table and rule, then the relay as an unprivileged user keeping
-/// CAP_NET_RAW.
-fn run_split(
-    o: &Opts,
-    clients: &[Prefix],
-    metrics: Option<TcpListener>,
-    uid: u32,
-    gid: u32,
-) -> i32 {
-    if let Err(e) = preflight_split() {
-        return bad(e);
+    // the record as it is now (the loop's pid, restarts): undo exactly what it lists
+    let rec = Record::load(&o.name).ok().flatten().unwrap_or(rec);
+    if let Err(e) = state::undo(&rec) {
+        eprintln!("longpipe-gateway: teardown: {e}");
     }
-    let (cfg, up) = match o.gateway_config() {
-        Ok(x) => x,
-        Err(e) => return bad(e),
-    };
-    let relay = match split_setup::listener(o, cfg.window.unwrap_or(up.bdp)) {
-        Ok(l) => l,
-        Err(e) => return bad(e),
-    };
-    let _ = split_setup::cleanup(o); // a table left by a crashed run with this name
-    let _ = setup::cleanup(o);
-    let mut inst = match split_setup::install(o, clients) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: cannot set up nftables TPROXY: {e}");
-            return 1;
-        }
-    };
-    let code = match supervise(o, clients, Workload::Relay(relay), metrics, uid, gid) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    };
-    inst.teardown();
     code
 }
 
-enum Workload {
-    Tuns([OwnedFd; 2]),
-    Relay(OwnedFd),
+enum Fail {
+    /// The user's choice did not work (exit 2).
+    User(String),
+    Internal(String),
 }
 
-fn supervise(
+fn set_up_and_supervise(
     o: &Opts,
     clients: &[Prefix],
-    work: Workload,
     listener: Option<TcpListener>,
-    uid: u32,
-    gid: u32,
-) -> io::Result<i32> {
-    let lfd: Option<OwnedFd> = listener.map(OwnedFd::from);
-    let fds: Vec<OwnedFd> = match work {
-        Workload::Tuns(t) => t.into(),
-        Workload::Relay(r) => vec![r],
-    };
-    let plan = Plan {
-        opts: o.clone(),
-        clients: clients.to_vec(),
-        tuns: (fds.len() == 2).then(|| [fds[0].as_raw_fd(), fds[1].as_raw_fd()]),
-        relay: (fds.len() == 1).then(|| fds[0].as_raw_fd()),
-        listener: lfd.as_ref().map(|l| l.as_raw_fd()),
-    };
-    let passed: Vec<&OwnedFd> = fds.iter().chain(lfd.iter()).collect();
-    // Only the worker inherits these: close-on-exec is lifted just for its start (this
-    // process has no other thread that could start a program meanwhile).
-    for fd in &passed {
-        sys::set_cloexec(*fd, false)?;
-    }
-    let exe = std::env::current_exe()?;
-    let spawned = if o.mode == Mode::Split {
-        // setpriv changes the ids keeping CAP_NET_RAW alone (inheritable, ambient and
-        // bounding sets), then runs the worker in this same process
-        Command::new("setpriv")
-            .arg(format!("--reuid={uid}"))
-            .arg(format!("--regid={gid}"))
-            .args([
-                "--clear-groups",
-                "--inh-caps=-all,+net_raw",
-                "--ambient-caps=-all,+net_raw",
-                "--bounding-set=-all,+net_raw",
-                "--no-new-privs",
-                "--",
-            ])
-            .arg(&exe)
-            .arg("__worker")
-            .stdin(Stdio::piped())
-            .spawn()
+    (uid, gid): (u32, u32),
+    dead: Vec<supervise::DeadConn>,
+    rec: &mut Record,
+) -> Result<i32, Fail> {
+    let internal = |e: std::io::Error| Fail::Internal(e.to_string());
+    let work = if o.mode == Mode::Split {
+        let (cfg, up) = o.gateway_config().map_err(Fail::User)?;
+        let relay = split_setup::listener(o, cfg.window.unwrap_or(up.bdp)).map_err(Fail::User)?;
+        let changed = split_setup::install(o, clients, rec)
+            .map_err(|e| Fail::Internal(format!("cannot set up nftables TPROXY: {e}")))?;
+        for c in changed {
+            eprintln!(
+                "longpipe-gateway: note: the relay's sockets need {c} in this namespace (no \
+                 socket option sets it): set, restored at exit"
+            );
+        }
+        vec![relay]
     } else {
-        Command::new(&exe)
-            .arg("__worker")
-            .uid(uid)
-            .gid(gid)
-            .stdin(Stdio::piped())
-            .spawn()
+        let tuns =
+            [o.dev_to_client(), o.dev_to_server()].map(|d| sys::tun_open(&d).map_err(|e| (d, e)));
+        let [c, s] = tuns;
+        let (c, s) = match (c, s) {
+            (Ok(c), Ok(s)) => (c, s),
+            (Err((d, e)), _) | (_, Err((d, e))) => {
+                return Err(Fail::Internal(format!(
+                    "cannot open the TUN device {d}: {e}"
+                )))
+            }
+        };
+        rec.devices = vec![o.dev_to_client(), o.dev_to_server()];
+        rec.save().map_err(internal)?;
+        setup::queue_len(o).map_err(Fail::User)?;
+        setup::install(o, clients, rec)
+            .map_err(|e| Fail::Internal(format!("cannot set up routing: {e}")))?;
+        vec![c, s]
     };
-    for fd in &passed {
-        sys::set_cloexec(*fd, true)?;
-    }
-    let mut child = spawned?;
-    // The devices (or the listener) live in the worker now: they vanish when it ends.
-    drop(fds);
-    drop(lfd);
-    let mut ctl = child.stdin.take().expect("piped");
-    ctl.write_all(serde_json::to_string(&plan)?.as_bytes())?;
-    ctl.write_all(b"\n")?;
-    ctl.flush()?;
-    let mut ctl = Some(ctl);
-    let mut stopping: Option<Instant> = None;
-    let grace = Duration::from_nanos(o.drain_ns) + Duration::from_secs(10);
-    let st = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        let sig = sys::SIGNALLED.swap(0, Ordering::SeqCst);
-        if sig != 0 && stopping.is_none() {
-            let _ = sys::kill(child.id() as i32, libc::SIGTERM);
-            ctl = None; // end of file: stop
-            stopping = Some(Instant::now());
-        }
-        if stopping.is_some_and(|t| t.elapsed() > grace) {
-            eprintln!("longpipe-gateway: the packet loop did not stop in time: killed");
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let held = supervise::Held {
+        mode: o.mode,
+        work,
+        metrics: listener.map(OwnedFd::from),
+        uid,
+        gid,
     };
-    drop(ctl);
-    Ok(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)))
+    supervise::supervise(o, clients, held, dead, rec).map_err(internal)
 }
 
 fn worker_main() -> i32 {
@@ -406,6 +440,10 @@ fn worker_inner() -> io::Result<()> {
         .map_or("off".to_string(), |a| format!("http://{a}/metrics"));
     let (cfg, up) = plan.opts.gateway_config().map_err(io::Error::other)?;
     let o = &plan.opts;
+    let snapshot = match plan.snapshot {
+        Some(fd) => Some(File::from(sys::own_inherited(fd)?)),
+        None => None,
+    };
     let clients = plan
         .clients
         .iter()
@@ -424,19 +462,26 @@ fn worker_inner() -> io::Result<()> {
             .min((nofile.saturating_sub(64) / 2) as usize)
             .max(1);
         eprintln!(
-            "longpipe-gateway: ready: pid {} uid {} gid {} capabilities net_raw; mode split; uplink {}; \
+            "longpipe-gateway: ready: pid {} uid {} gid {} capabilities net_raw{}; mode split; uplink {}; \
              satellite leg cc {} buffers {} B; listener {}; max conns {max_conns} (open files {nofile}); \
              clients {clients}; metrics {addr}",
             std::process::id(),
             privs.uids[0],
             privs.gids[0],
+            if o.no_seccomp { "" } else { ", seccomp" },
             o.uplink,
             split::congestion_control(&relay),
             cfg.window.unwrap_or(up.bdp),
             relay.local_addr()?,
         );
-        let ctl = sys::own_inherited(0)?;
-        let sum = split::run(o, relay, max_conns, Some(ctl), listener)?;
+        let io = LoopIo {
+            ctl: Some(sys::own_inherited(0)?),
+            metrics: listener,
+            snapshot,
+            dead: vec![],
+            harden: !o.no_seccomp,
+        };
+        let sum = split::run(o, relay, max_conns, io)?;
         println!("{}", serde_json::to_string(&sum)?);
         io::stdout().flush()?;
         return Ok(());
@@ -446,11 +491,12 @@ fn worker_inner() -> io::Result<()> {
         .ok_or_else(|| io::Error::other("spoof mode without devices"))?;
     let tuns = [sys::own_inherited(tuns[0])?, sys::own_inherited(tuns[1])?];
     eprintln!(
-        "longpipe-gateway: ready: pid {} uid {} gid {} capabilities none; uplink {} ({} bit/s, rtt {} ms, \
+        "longpipe-gateway: ready: pid {} uid {} gid {} capabilities none{}; uplink {} ({} bit/s, rtt {} ms, \
          satellite window {} B); clients {}; devices {}/{}; metrics {addr}",
         std::process::id(),
         privs.uids[0],
         privs.gids[0],
+        if o.no_seccomp { "" } else { ", seccomp" },
         o.uplink,
         o.rate_bps,
         o.rtt_ns / 1_000_000,
@@ -459,9 +505,29 @@ fn worker_inner() -> io::Result<()> {
         o.dev_to_client(),
         o.dev_to_server()
     );
-    let path = PacketPath::new(cfg, up, plan.clients.clone());
-    let ctl = sys::own_inherited(0)?;
-    let sum = worker::run(o, path, tuns, Some(ctl), listener)?;
+    let mut path = PacketPath::new(cfg, up, plan.clients.clone());
+    path.exclude(o.exclude_ports.clone(), o.exclude_hosts.clone());
+    let until = SimTime::ZERO + DEAD_FOR;
+    let dead = plan
+        .dead
+        .iter()
+        .map(|d| {
+            let dd = Dead {
+                client_rcv_nxt: d.client_rcv_nxt,
+                server_rcv_nxt: d.server_rcv_nxt,
+                until,
+            };
+            (d.key, dd, d.lost)
+        })
+        .collect();
+    let io = LoopIo {
+        ctl: Some(sys::own_inherited(0)?),
+        metrics: listener,
+        snapshot,
+        dead,
+        harden: !o.no_seccomp,
+    };
+    let sum = worker::run(o, path, tuns, io)?;
     println!("{}", serde_json::to_string(&sum)?);
     io::stdout().flush()?;
     Ok(())

@@ -4,14 +4,18 @@
 //! for the periodic stats line on stderr.
 //!
 //! The packet loop renders a snapshot (at most once a second, and on demand at the
-//! end); the HTTP thread serves the latest one, so a scrape never blocks packets.
+//! end); the HTTP thread serves the latest one, so a scrape never blocks packets, and
+//! it serves scrapers concurrently ([`serve`]), so an idle one blocks no other.
 
 use crate::path::PacketPath;
+use longpipe_sys::sys;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Renders every metric of the path and its gateway.
 pub fn render(p: &PacketPath, uptime_s: f64) -> String {
@@ -83,6 +87,7 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
             ("reason=\"malformed\"", st.malformed as f64),
             ("reason=\"bad_checksum\"", st.bad_checksum as f64),
             ("reason=\"draining\"", st.drain_passed as f64),
+            ("reason=\"excluded\"", st.passed_excluded as f64),
         ],
     );
     metric(
@@ -144,6 +149,67 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
         "counter",
         "Bytes the server saw acknowledged that abandoned connections held.",
         &[("", p.gw.abandoned_bytes as f64)],
+    );
+    let f = &p.gw.faults;
+    metric(
+        "rst_total",
+        "counter",
+        "RSTs by what the gateway did (RFC 5961): reset the connection; answered a server's with a challenge ACK; dropped a server's outside the window; passed a client's without resetting its state.",
+        &[
+            ("verdict=\"accepted\"", f.rst_accepted as f64),
+            ("verdict=\"challenged\"", f.rst_challenged as f64),
+            ("verdict=\"dropped\"", f.rst_dropped as f64),
+            ("verdict=\"passed\"", f.rst_passed as f64),
+        ],
+    );
+    metric(
+        "syn_conflicts_total",
+        "counter",
+        "SYNs with another ISN on a connection holding data: passed, state kept (RFC 5961).",
+        &[("", f.syn_conflicts as f64)],
+    );
+    metric(
+        "reset_bytes_total",
+        "counter",
+        "Bytes servers saw acknowledged that connections ended by a RST still held.",
+        &[("", f.reset_bytes as f64)],
+    );
+    metric(
+        "connections_reset_total",
+        "counter",
+        "Connections the gateway reset on both ends itself (given up, or at a stop).",
+        &[("", f.resets_sent as f64)],
+    );
+    let hs = p.gw.handshake_counters();
+    metric(
+        "handshakes",
+        "gauge",
+        "Handshakes in progress (SYNs without their answer, answers without the opener's ACK).",
+        &[("", p.gw.half_open() as f64)],
+    );
+    metric(
+        "handshakes_refused_total",
+        "counter",
+        "Opening SYNs passed unaccelerated: too many handshakes in progress (overall or from the address).",
+        &[("", hs.refused as f64)],
+    );
+    metric(
+        "handshakes_expired_total",
+        "counter",
+        "Handshakes forgotten unfinished after half_open_timeout.",
+        &[("", hs.expired as f64)],
+    );
+    metric(
+        "restart_reset_connections_total",
+        "counter",
+        "Connections a packet loop that died held, reset on both ends by its successor.",
+        &[("", st.restart_reset_conns as f64)],
+    );
+    metric(
+        "restart_lost_bytes_total",
+        "counter",
+        "Bytes their servers saw acknowledged (at the dead loop's last snapshot).",
+        &[("", st.restart_lost_bytes as f64)],
     );
     metric(
         "spoofed_acks_total",
@@ -243,7 +309,7 @@ pub fn line(p: &PacketPath) -> String {
         "longpipe-gateway: conns {} (peak {} opened {} closed {} refused {} abandoned {}) \
          read {}/{} written {}/{} pkts (to client/to server) spoofed_acks {} resent {} \
          held {} B (acked, undelivered {} B) sat_efficiency {:.3} malformed {} bad_checksum {} write_errors {} \
-         dev_dropped {}/{}",
+         dev_dropped {}/{} handshakes {} (refused {}) rst accepted/challenged/dropped/passed {}/{}/{}/{} reset {}",
         p.gw.conns(),
         st.conns_peak,
         g.conns_opened,
@@ -264,40 +330,180 @@ pub fn line(p: &PacketPath) -> String {
         st.write_errors,
         st.dev_dropped[0],
         st.dev_dropped[1],
+        p.gw.half_open(),
+        p.gw.handshake_counters().refused,
+        p.gw.faults.rst_accepted,
+        p.gw.faults.rst_challenged,
+        p.gw.faults.rst_dropped,
+        p.gw.faults.rst_passed,
+        p.gw.faults.resets_sent,
     )
 }
 
-/// Serves `GET /metrics` (and `/`) with the latest snapshot, on its own thread.
-pub fn serve(listener: TcpListener, snapshot: Arc<Mutex<String>>) {
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut c) = conn else { continue };
-            let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = c.set_write_timeout(Some(Duration::from_secs(2)));
-            let mut req = Vec::new();
-            let mut b = [0u8; 1024];
-            while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                match c.read(&mut b) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => req.extend_from_slice(&b[..n]),
+/// Most scrapers connected at once; a newer one closes the one that has waited longest.
+pub const MAX_CLIENTS: usize = 32;
+/// How long a scraper may take to send its request and read the answer.
+pub const CLIENT_DEADLINE: Duration = Duration::from_secs(2);
+
+struct Client {
+    s: TcpStream,
+    since: Instant,
+    req: Vec<u8>,
+    /// The answer and how much of it is written.
+    resp: Option<(Vec<u8>, usize)>,
+}
+
+/// The answer to one request line.
+fn answer(req: &[u8], snapshot: &Mutex<String>) -> Vec<u8> {
+    let first = req.split(|&x| x == b'\n').next().unwrap_or(&[]);
+    let first = String::from_utf8_lossy(first);
+    let mut parts = first.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if method == "GET" && (path == "/metrics" || path == "/") {
+        let body = snapshot.lock().map(|s| s.clone()).unwrap_or_default();
+        format!(
+            "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    } else {
+        b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
+    }
+}
+
+/// Serves `GET /metrics` (and `/`) with the latest snapshot, on its own thread, until
+/// `stop` is set (then the listener closes: the port is free at once).
+///
+/// One `ppoll` loop over non-blocking sockets: a scraper that connects and sends
+/// nothing holds a slot for at most [`CLIENT_DEADLINE`] and never delays another (the
+/// endpoint once served one connection at a time: three idle connections made a scrape
+/// time out).
+pub fn serve(
+    listener: TcpListener,
+    snapshot: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let (up, running) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        // running: the thread's own start (its rseq and signal stack) is done before
+        // the caller installs a seccomp filter
+        let _ = up.send(());
+        if listener.set_nonblocking(true).is_err() {
+            return;
+        }
+        let mut clients: Vec<Client> = Vec::new();
+        let mut pfds: Vec<libc::pollfd> = Vec::new();
+        let mut buf = [0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            clients.retain(|c| now.duration_since(c.since) < CLIENT_DEADLINE);
+            pfds.clear();
+            pfds.push(libc::pollfd {
+                fd: listener.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            for c in &clients {
+                pfds.push(libc::pollfd {
+                    fd: c.s.as_raw_fd(),
+                    events: if c.resp.is_some() {
+                        libc::POLLOUT
+                    } else {
+                        libc::POLLIN
+                    },
+                    revents: 0,
+                });
+            }
+            // wake for the stop flag and the deadlines at least every 200 ms
+            if sys::ppoll(&mut pfds, Some(200_000_000)).is_err() {
+                continue;
+            }
+            for (i, c) in clients.iter_mut().enumerate() {
+                if pfds[1 + i].revents == 0 {
+                    continue;
+                }
+                if c.resp.is_none() {
+                    match c.s.read(&mut buf) {
+                        Ok(0) => c.since = Instant::now() - CLIENT_DEADLINE, // gone
+                        Ok(n) => c.req.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(_) => c.since = Instant::now() - CLIENT_DEADLINE,
+                    }
+                    let done = c.req.windows(4).any(|w| w == b"\r\n\r\n")
+                        || c.req.windows(2).any(|w| w == b"\n\n")
+                        || c.req.len() >= 8192;
+                    if done {
+                        c.resp = Some((answer(&c.req, &snapshot), 0));
+                    }
+                }
+                if let Some((r, at)) = &mut c.resp {
+                    match c.s.write(&r[*at..]) {
+                        Ok(n) => *at += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(_) => *at = r.len(),
+                    }
+                    if *at >= r.len() {
+                        c.since = Instant::now() - CLIENT_DEADLINE; // done: closed
+                    }
                 }
             }
-            let first = req.split(|&x| x == b'\n').next().unwrap_or(&[]);
-            let first = String::from_utf8_lossy(first);
-            let mut parts = first.split_whitespace();
-            let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-            let resp = if method == "GET" && (path == "/metrics" || path == "/") {
-                let body = snapshot.lock().map(|s| s.clone()).unwrap_or_default();
-                format!(
-                    "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-            } else {
-                "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    .to_string()
-            };
-            let _ = c.write_all(resp.as_bytes());
+            if pfds[0].revents != 0 {
+                while let Ok((s, _)) = listener.accept() {
+                    if s.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    if clients.len() >= MAX_CLIENTS {
+                        clients.remove(0); // the one that has waited longest
+                    }
+                    clients.push(Client {
+                        s,
+                        since: Instant::now(),
+                        req: Vec::new(),
+                        resp: None,
+                    });
+                }
+            }
         }
     });
+    let _ = running.recv();
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_connections_do_not_delay_a_scrape() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let snap = Arc::new(Mutex::new("longpipe_gateway_up 1\n".to_string()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let h = serve(l, snap, stop.clone());
+        // three scrapers that connect and say nothing
+        let idle: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let t = Instant::now();
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).unwrap();
+        assert!(got.starts_with("HTTP/1.0 200 OK") && got.ends_with("longpipe_gateway_up 1\n"));
+        // answered at once, not after the idle ones' 2 s each (a bound on a broken
+        // server, not a measurement)
+        assert!(t.elapsed() < CLIENT_DEADLINE, "{:?}", t.elapsed());
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET /nope HTTP/1.0\r\n\r\n").unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).unwrap();
+        assert!(got.starts_with("HTTP/1.0 404"), "{got}");
+        drop(idle);
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+        assert!(
+            TcpStream::connect(addr).is_err(),
+            "the port is closed when it stops"
+        );
+    }
 }

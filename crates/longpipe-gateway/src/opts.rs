@@ -1,5 +1,6 @@
 //! `longpipe-gateway run` options: parsed and checked before anything is set up, so bad
-//! input exits 2 with one line naming the option.
+//! input exits 2 with one line naming the option. (~620 lines: the last ~165 are the
+//! tests of every refusal.)
 //!
 //! The gateway's own settings are the scenario's `gateway = { ... }` keys (the core's
 //! `GatewaySpec`, resolved by the core with its checks); the satellite link's rate and
@@ -12,11 +13,14 @@ use longpipe_core::units::{parse_duration, parse_rate};
 use serde::{Deserialize, Serialize};
 
 pub const USAGE: &str = "usage: longpipe-gateway run --uplink IF --rate RATE --rtt TIME [--mode spoof|split] [--clients CIDR[,CIDR...]]
+           [--exclude-ports PORT[,PORT...]] [--exclude-hosts CIDR[,CIDR...]]
            [--window BYTES] [--buffer BYTES] [--memory BYTES] [--link-window BYTES] [--shared true|false]
            [--pace RATE] [--dupthresh N] [--min-rto TIME] [--idle-timeout TIME] [--abandon-timeout TIME]
-           [--max-conns N] [--metrics ADDR:PORT|off] [--stats-interval TIME] [--drain TIME] [--user USER]
-           [--name PREFIX] [--table N] [--pref N] [--mtu N] [--dev-queue PKTS]
-           split mode: [--cc NAME] [--port N] [--relay-buffer BYTES] (and --window, --max-conns)
+           [--max-conns N] [--max-half-open N] [--half-open-per-source N] [--half-open-timeout TIME]
+           [--metrics ADDR:PORT|off] [--metrics-public] [--stats-interval TIME] [--drain TIME] [--user USER]
+           [--name PREFIX] [--table N] [--pref N] [--mtu N] [--dev-queue PKTS] [--no-seccomp]
+           split mode: [--cc NAME] [--port N] [--relay-buffer BYTES] (and --window, --max-conns, --abandon-timeout)
+       longpipe-gateway status [--name PREFIX] [--json]
        longpipe-gateway cleanup [--name PREFIX] [--table N] [--pref N]";
 
 /// Everything the privileged parent and the unprivileged worker need (the worker gets
@@ -37,6 +41,15 @@ pub enum Mode {
 /// what waits.
 pub const DEV_QUEUE: u32 = 20_000;
 
+/// The largest TUN queue the kernel accepts: its ring of packet pointers is one
+/// allocation of at most `KMALLOC_MAX_SIZE` (4 MiB with 4 KiB pages) ÷ 8 B (measured:
+/// Linux 6.18 refuses 524 289 with EPERM, "Operation not permitted").
+pub const DEV_QUEUE_MAX: u32 = 524_288;
+
+/// The shortest `--stats-interval`: a line a second at most (stderr goes to the
+/// journal; 10 ms filled it with 100 lines a second).
+pub const STATS_FLOOR_NS: u64 = 1_000_000_000;
+
 /// How far behind its schedule the gateway's pacer may catch up (the core's
 /// `pace_catchup`): the packet loop wakes after the due time — by the timer slack and the
 /// scheduler's delay, tens of µs to ms — and a pacer that times each send from its late
@@ -54,9 +67,11 @@ const SPOOF_ONLY: &[&str] = &[
     "--dupthresh",
     "--min-rto",
     "--idle-timeout",
-    "--abandon-timeout",
     "--mtu",
     "--dev-queue",
+    "--max-half-open",
+    "--half-open-per-source",
+    "--half-open-timeout",
 ];
 /// Options that only split mode uses.
 const SPLIT_ONLY: &[&str] = &["--cc", "--port", "--relay-buffer"];
@@ -92,6 +107,15 @@ pub struct Opts {
     pub port: u16,
     /// Split mode: the relay's buffer per connection and direction, bytes.
     pub relay_buffer: u32,
+    /// Connections to or from these ports (either end) are not accelerated.
+    pub exclude_ports: Vec<u16>,
+    /// Connections to or from these hosts (either end) are not accelerated.
+    pub exclude_hosts: Vec<Prefix>,
+    /// The packet loop without its seccomp filter (debugging).
+    pub no_seccomp: bool,
+    /// Split mode: the relay's sockets give a silent peer up after this long
+    /// (`TCP_USER_TIMEOUT`, from `--abandon-timeout`, default 300 s).
+    pub abandon_ns: u64,
 }
 
 impl Default for Opts {
@@ -115,8 +139,34 @@ impl Default for Opts {
             cc: "cubic".into(),
             port: 7450,
             relay_buffer: 262_144,
+            exclude_ports: vec![],
+            exclude_hosts: vec![],
+            no_seccomp: false,
+            abandon_ns: 300_000_000_000,
         }
     }
+}
+
+/// A list of IPv4 prefixes (`--clients`, `--exclude-hosts`): IPv6 is refused in words.
+fn prefixes(opt: &str, v: &str) -> Result<Vec<Prefix>, String> {
+    let mut out = vec![];
+    for c in v.split(',').map(str::trim) {
+        if c.is_empty() {
+            return Err(format!(
+                "{opt}: expected IPv4 prefixes separated by commas (10.1.0.0/16,10.2.0.7), got {v:?}"
+            ));
+        }
+        if c.contains(':') {
+            return Err(format!(
+                "{opt}: {c:?} is IPv6: the gateway accelerates IPv4 only (IPv6 traffic passes \
+                 unaccelerated)"
+            ));
+        }
+        out.push(Prefix::parse(c).ok_or_else(|| {
+            format!("{opt}: {c:?} is not an IPv4 address or prefix (10.1.0.0/16)")
+        })?);
+    }
+    Ok(out)
 }
 
 impl Opts {
@@ -146,15 +196,29 @@ impl Opts {
     }
 }
 
-/// Parses the arguments after `run` (or `cleanup`, `for_cleanup`).
+/// Parses the arguments after `run` (or `cleanup` and `status`: `for_cleanup`; the
+/// naming options only, and `--json` for status).
 pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
+    parse_for(a, for_cleanup, false)
+}
+
+/// The arguments of `status` (`--name` and `--json`).
+pub fn parse_status(a: &[String]) -> Result<(Opts, bool), String> {
+    let o = parse_for(a, true, true)?;
+    Ok((o, a.iter().any(|x| x == "--json")))
+}
+
+fn parse_for(a: &[String], for_cleanup: bool, status: bool) -> Result<Opts, String> {
     let mut o = Opts::default();
+    let mut metrics_public = false;
     let mut gw = serde_json::Map::new();
     gw.insert("mode".into(), "spoof".into());
     let (mut rate, mut rtt) = (None, None);
     let mut i = 0;
+    let mut seen: Vec<&str> = vec![];
     while i < a.len() {
         let opt = a[i].as_str();
+        seen.push(opt);
         let val = || -> Result<String, String> {
             a.get(i + 1)
                 .cloned()
@@ -163,11 +227,15 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
         let dur = |v: &str| parse_duration(v).map_err(|e| format!("{opt} {v:?}: {e}"));
         match opt {
             "--uplink" if !for_cleanup => o.uplink = val()?,
-            "--clients" if !for_cleanup => {
-                for c in val()?.split(',').filter(|c| !c.is_empty()) {
-                    o.clients.push(Prefix::parse(c).ok_or_else(|| {
-                        format!("--clients: {c:?} is not an IPv4 address or prefix (10.1.0.0/16)")
-                    })?);
+            "--clients" if !for_cleanup => o.clients = prefixes(opt, &val()?)?,
+            "--exclude-hosts" if !for_cleanup => o.exclude_hosts = prefixes(opt, &val()?)?,
+            "--exclude-ports" if !for_cleanup => {
+                let v = val()?;
+                for p in v.split(',').map(str::trim) {
+                    let n: u16 = p.parse().ok().filter(|&n| n != 0).ok_or_else(|| {
+                        format!("{opt}: expected ports 1 to 65535 separated by commas, got {v:?}")
+                    })?;
+                    o.exclude_ports.push(n);
                 }
             }
             "--rate" if !for_cleanup => {
@@ -194,13 +262,26 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
                     _ => return Err(format!("--mode: expected spoof or split, got {v:?}")),
                 };
             }
-            "--window" | "--buffer" | "--memory" | "--link-window" | "--pace" | "--min-rto"
-            | "--idle-timeout" | "--abandon-timeout"
+            "--abandon-timeout" if !for_cleanup => {
+                let v = val()?;
+                o.abandon_ns = dur(&v)?.0;
+                gw.insert("abandon_timeout".into(), v.into());
+            }
+            "--window"
+            | "--buffer"
+            | "--memory"
+            | "--link-window"
+            | "--pace"
+            | "--min-rto"
+            | "--idle-timeout"
+            | "--half-open-timeout"
                 if !for_cleanup =>
             {
                 gw.insert(opt[2..].replace('-', "_"), val()?.into());
             }
-            "--dupthresh" | "--max-conns" if !for_cleanup => {
+            "--dupthresh" | "--max-conns" | "--max-half-open" | "--half-open-per-source"
+                if !for_cleanup =>
+            {
                 let v = val()?;
                 let n: u32 = v
                     .parse()
@@ -226,10 +307,27 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
                     Some(v)
                 };
             }
+            "--metrics-public" if !for_cleanup => {
+                metrics_public = true;
+                i += 1;
+                continue;
+            }
+            "--no-seccomp" if !for_cleanup => {
+                o.no_seccomp = true;
+                i += 1;
+                continue;
+            }
+            "--json" if status => {
+                i += 1;
+                continue;
+            }
             "--stats-interval" if !for_cleanup => {
-                let d = dur(&val()?)?;
-                if d.0 == 0 {
-                    return Err("--stats-interval: must be positive".into());
+                let v = val()?;
+                let d = dur(&v)?;
+                if d.0 < STATS_FLOOR_NS {
+                    return Err(format!(
+                        "--stats-interval: at least 1s (a line a second at most), got {v:?}"
+                    ));
                 }
                 o.stats_interval_ns = d.0;
             }
@@ -277,9 +375,12 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
                 o.dev_queue = v
                     .parse()
                     .ok()
-                    .filter(|q| (16..=1_000_000).contains(q))
+                    .filter(|q| (16..=DEV_QUEUE_MAX).contains(q))
                     .ok_or_else(|| {
-                        format!("--dev-queue: expected 16 to 1000000 packets, got {v:?}")
+                        format!(
+                            "--dev-queue: expected 16 to {DEV_QUEUE_MAX} packets (the kernel's \
+                             largest TUN queue), got {v:?}"
+                        )
                     })?;
             }
             "--name" => {
@@ -317,7 +418,7 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
     }
     o.gateway = serde_json::Value::Object(gw);
     if !for_cleanup {
-        let given = |x: &&&str| a.iter().step_by(2).any(|y| y == **x);
+        let given = |x: &&&str| seen.contains(*x);
         let (wrong, mode) = match o.mode {
             Mode::Spoof => (SPLIT_ONLY, "split"),
             Mode::Split => (SPOOF_ONLY, "spoof"),
@@ -328,6 +429,15 @@ pub fn parse(a: &[String], for_cleanup: bool) -> Result<Opts, String> {
     }
     if for_cleanup {
         return Ok(o);
+    }
+    if let Some(m) = &o.metrics {
+        let ip = m.parse::<std::net::SocketAddr>().map(|a| a.ip());
+        if ip.is_ok_and(|ip| !ip.is_loopback()) && !metrics_public {
+            return Err(format!(
+                "--metrics {m}: not a loopback address: the endpoint has no authentication; \
+                 add --metrics-public to serve it there"
+            ));
+        }
     }
     if o.uplink.is_empty() {
         return Err("run: --uplink IF is required (the interface toward the satellite)".into());
@@ -432,6 +542,71 @@ mod tests {
             e(&format!("{base} --mode split --dev-queue 4096")),
             "--dev-queue: only with --mode spoof"
         );
+    }
+
+    /// Issue 29 item 15 and issue 26 item 8: each refused in one line naming the option.
+    #[test]
+    fn limits_and_lists_are_checked_in_one_line() {
+        let e = |s: &str| parse(&args(s), false).unwrap_err();
+        let ok = |s: &str| parse(&args(s), false).unwrap();
+        let base = "--uplink eth1 --rate 20Mbps --rtt 600ms";
+        // the kernel's largest TUN queue is the documented maximum
+        assert_eq!(
+            ok(&format!("{base} --dev-queue 524288")).dev_queue,
+            DEV_QUEUE_MAX
+        );
+        let m = e(&format!("{base} --dev-queue 1000000"));
+        assert!(m.starts_with("--dev-queue: expected 16 to 524288 packets") && !m.contains('\n'));
+        // an empty list is not "the routes over the uplink"
+        let a: Vec<String> = vec![
+            "--uplink".into(),
+            "eth1".into(),
+            "--rate".into(),
+            "1Mbps".into(),
+            "--rtt".into(),
+            "1s".into(),
+            "--clients".into(),
+            "".into(),
+        ];
+        assert!(parse(&a, false)
+            .unwrap_err()
+            .starts_with("--clients: expected IPv4 prefixes"));
+        assert!(e(&format!("{base} --clients 10.1.0.0/16,,10.2.0.0/16")).starts_with("--clients:"));
+        assert!(e(&format!("{base} --clients 2001:db8::/32")).contains("is IPv6"));
+        assert!(e(&format!("{base} --exclude-hosts fe80::1")).contains("is IPv6"));
+        // metrics on a public address only when asked
+        assert!(e(&format!("{base} --metrics 0.0.0.0:9464")).contains("--metrics-public"));
+        let o = ok(&format!("{base} --metrics 0.0.0.0:9464 --metrics-public"));
+        assert_eq!(o.metrics.as_deref(), Some("0.0.0.0:9464"));
+        ok(&format!("{base} --metrics [::1]:9464"));
+        // a floor on the stats line's interval
+        assert!(e(&format!("{base} --stats-interval 10ms"))
+            .starts_with("--stats-interval: at least 1s"));
+        assert_eq!(
+            ok(&format!("{base} --stats-interval 1s")).stats_interval_ns,
+            STATS_FLOOR_NS
+        );
+        // exclusions
+        let o = ok(&format!(
+            "{base} --exclude-ports 22,443 --exclude-hosts 192.0.2.0/24"
+        ));
+        assert_eq!(o.exclude_ports, vec![22, 443]);
+        assert_eq!(o.exclude_hosts, vec![Prefix([192, 0, 2, 0], 24)]);
+        assert!(e(&format!("{base} --exclude-ports 0")).starts_with("--exclude-ports:"));
+        // handshake limits reach the core
+        let o = ok(&format!(
+            "{base} --max-half-open 100 --half-open-per-source 10 --half-open-timeout 2s"
+        ));
+        let (cfg, _) = o.gateway_config().unwrap();
+        assert_eq!((cfg.max_half_open, cfg.half_open_per_source), (100, 10));
+        assert!(e(&format!("{base} --max-half-open 0")).starts_with("--max-half-open:"));
+        // the split relay takes the abandon timeout too (its sockets' user timeout)
+        let o = ok(&format!("{base} --mode split --abandon-timeout 20s"));
+        assert_eq!(o.abandon_ns, 20_000_000_000);
+        // flags take no value
+        assert!(ok(&format!("{base} --no-seccomp --metrics off")).no_seccomp);
+        let (o, json) = parse_status(&args("--name gw2 --json")).unwrap();
+        assert_eq!((o.name.as_str(), json), ("gw2", true));
     }
 
     #[test]

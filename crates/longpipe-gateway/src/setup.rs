@@ -12,52 +12,35 @@
 //!
 //! Reverse-path filtering is off on the two devices (a packet written there has the
 //! far end's source address) and at most loose overall (`all` = 1 becomes 2);
-//! forwarding is on. Everything changed is undone at exit ([`Installed::teardown`]);
-//! after a crash, `longpipe-gateway cleanup` removes the rules (the routes went with
-//! the devices).
+//! forwarding is on. Every change is recorded in the instance's state file before it
+//! is made ([`crate::state`]); at exit, after a crash (by the next start or
+//! `longpipe-gateway cleanup`) exactly what it lists is undone.
 
 use crate::opts::Opts;
 use crate::path::Prefix;
-use std::io::{self, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use crate::state::Record;
+use longpipe_sys::cmd::ip;
+use longpipe_sys::sysctl;
+use std::io;
 
-fn ip(args: &[&str], stdin: Option<&str>) -> io::Result<String> {
-    let mut c = Command::new("ip");
-    c.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("ip: {e} (is iproute2 installed?)")))?;
-    if let Some(s) = stdin {
-        child.stdin.take().expect("piped").write_all(s.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        return Err(io::Error::other(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The interface exists.
-pub fn link_exists(dev: &str) -> bool {
-    ip(&["-o", "link", "show", "dev", dev], None).is_ok()
-}
+pub use longpipe_sys::cmd::link_exists;
 
 /// The destinations the main table routes over `dev` (the clients behind it).
 pub fn routes_over(dev: &str) -> io::Result<Vec<Prefix>> {
     let text = ip(&["-4", "route", "show", "dev", dev], None)?;
     Ok(parse_routes(&text))
+}
+
+/// IPv6 destinations routed over `dev` other than link-local ones: traffic the gateway
+/// does not accelerate (it passes unchanged).
+pub fn ipv6_routes_over(dev: &str) -> Vec<String> {
+    ip(&["-6", "route", "show", "dev", dev], None)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|d| !d.starts_with("fe80:") && !d.starts_with("ff00:") && *d != "multicast")
+        .map(String::from)
+        .collect()
 }
 
 fn parse_routes(text: &str) -> Vec<Prefix> {
@@ -92,157 +75,80 @@ fn rules(o: &Opts, clients: &[Prefix]) -> Vec<String> {
     v
 }
 
-/// The devices up with their MTU and queue length (`txqueuelen`: for a TUN device, the
-/// ring of packets waiting for the reader), and one table per direction.
+/// The devices up with their MTU, and one table per direction. (Their queue length is
+/// set apart: [`queue_len`].)
 fn devices_batch(o: &Opts) -> String {
     let (c, s) = (o.dev_to_client(), o.dev_to_server());
     let mut batch = String::new();
     for d in [&c, &s] {
-        batch += &format!(
-            "link set dev {d} mtu {} txqueuelen {} up\n",
-            o.mtu, o.dev_queue
-        );
+        batch += &format!("link set dev {d} mtu {} up\n", o.mtu);
     }
     batch += &format!("route replace default dev {c} table {}\n", o.table);
     batch += &format!("route replace default dev {s} table {}\n", o.table + 1);
     batch
 }
 
-/// What was changed, to undo.
-pub struct Installed {
-    rules: Vec<String>,
-    tables: [u32; 2],
-    sysctls: Vec<(String, String)>,
-    done: bool,
-}
-
-fn sysctl_path(k: &str) -> std::path::PathBuf {
-    Path::new("/proc/sys/net").join(k)
-}
-
-fn set_sysctl(k: &str, v: &str, undo: &mut Vec<(String, String)>) -> io::Result<()> {
-    let p = sysctl_path(k);
-    let old = std::fs::read_to_string(&p)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
-    let old = old.trim().to_string();
-    if old == v {
-        return Ok(());
+/// The devices' queues (`txqueuelen`: for a TUN device, the ring of packets waiting for
+/// the reader): the user's choice, so a refusal is the user's error (one line).
+pub fn queue_len(o: &Opts) -> Result<(), String> {
+    for d in [o.dev_to_client(), o.dev_to_server()] {
+        let q = o.dev_queue.to_string();
+        ip(&["link", "set", "dev", &d, "txqueuelen", &q], None).map_err(|e| {
+            format!(
+                "--dev-queue {q}: the kernel refused it for the TUN device {d} ({}); at most \
+                 {} on this kernel",
+                e.to_string().rsplit(": ").next().unwrap_or("").trim(),
+                crate::opts::DEV_QUEUE_MAX
+            )
+        })?;
     }
-    std::fs::write(&p, v).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
-    undo.push((k.to_string(), old));
     Ok(())
 }
 
-/// Devices up, tables, rules and sysctls (the devices must exist: open them first).
-/// On failure, undoes what it did.
-pub fn install(o: &Opts, clients: &[Prefix]) -> io::Result<Installed> {
-    let mut inst = Installed {
-        rules: vec![],
-        tables: [o.table, o.table + 1],
-        sysctls: vec![],
-        done: false,
-    };
-    let r = (|| -> io::Result<()> {
-        let (c, s) = (o.dev_to_client(), o.dev_to_server());
-        ip(&["-batch", "-"], Some(&devices_batch(o)))?;
-        for d in [&c, &s] {
-            set_sysctl(&format!("ipv4/conf/{d}/rp_filter"), "0", &mut inst.sysctls)?;
-        }
-        let all = std::fs::read_to_string(sysctl_path("ipv4/conf/all/rp_filter"))?;
-        if all.trim() == "1" {
-            set_sysctl("ipv4/conf/all/rp_filter", "2", &mut inst.sysctls)?;
-        }
-        set_sysctl("ipv4/ip_forward", "1", &mut inst.sysctls)?;
-        for rule in rules(o, clients) {
-            let args: Vec<&str> = ["rule", "add"]
-                .into_iter()
-                .chain(rule.split_whitespace())
-                .collect();
-            ip(&args, None)?;
-            inst.rules.push(rule);
-        }
-        Ok(())
-    })();
-    if let Err(e) = r {
-        inst.teardown();
-        return Err(e);
+/// Sets a sysctl, recording the change in the instance's record before it is made (a
+/// crash in between leaves nothing unrecorded; undoing a change that was not made
+/// leaves the value alone).
+fn set_sysctl(key: &str, v: &str, rec: &mut Record) -> io::Result<()> {
+    let old = sysctl::read(key)?;
+    if old == v {
+        return Ok(());
     }
-    Ok(inst)
+    rec.sysctls.push((key.to_string(), old, v.to_string()));
+    rec.save()?;
+    sysctl::write(key, v)
 }
 
-impl Installed {
-    /// Rules out, tables flushed, sysctls back. Errors are reported, not fatal.
-    pub fn teardown(&mut self) {
-        if self.done {
-            return;
-        }
-        self.done = true;
-        for rule in self.rules.iter().rev() {
-            let args: Vec<&str> = ["rule", "del"]
-                .into_iter()
-                .chain(rule.split_whitespace())
-                .collect();
-            if let Err(e) = ip(&args, None) {
-                eprintln!("longpipe-gateway: teardown: {e}");
-            }
-        }
-        for t in self.tables {
-            let _ = ip(&["route", "flush", "table", &t.to_string()], None);
-        }
-        for (k, v) in self.sysctls.iter().rev() {
-            if let Err(e) = std::fs::write(sysctl_path(k), v) {
-                eprintln!("longpipe-gateway: teardown: {k}: {e}");
-            }
-        }
-    }
+/// Adds a policy rule, recorded first.
+pub fn add_rule(rule: &str, rec: &mut Record) -> io::Result<()> {
+    rec.rules.push(rule.to_string());
+    rec.save()?;
+    let args: Vec<&str> = ["rule", "add"]
+        .into_iter()
+        .chain(rule.split_whitespace())
+        .collect();
+    ip(&args, None).map(|_| ())
 }
 
-impl Drop for Installed {
-    fn drop(&mut self) {
-        self.teardown();
-    }
-}
-
-/// After a crash: removes the rules a gateway with these options installed (those at
-/// its preferences that look up its tables or name its devices, and its `iif lo` rule).
-pub fn cleanup(o: &Opts) -> io::Result<Vec<String>> {
-    let text = ip(&["rule", "show"], None)?;
-    let mut removed = vec![];
+/// Devices up, tables, rules and sysctls (the devices must exist: open them first),
+/// each recorded in `rec` (saved) before it is made. On failure the caller undoes what
+/// `rec` lists ([`crate::state::undo`]).
+pub fn install(o: &Opts, clients: &[Prefix], rec: &mut Record) -> io::Result<()> {
     let (c, s) = (o.dev_to_client(), o.dev_to_server());
-    for l in text.lines() {
-        let Some((pref, rest)) = l.split_once(':') else {
-            continue;
-        };
-        let Ok(pref) = pref.trim().parse::<u32>() else {
-            continue;
-        };
-        if !(o.pref..=o.pref + 4).contains(&pref) {
-            continue;
-        }
-        let rest = rest.trim();
-        let ours = rest.ends_with(&format!("lookup {}", o.table))
-            || rest.ends_with(&format!("lookup {}", o.table + 1))
-            || rest.contains(&format!("iif {c} "))
-            || rest.contains(&format!("iif {s} "))
-            || (pref == o.pref && rest == "from all iif lo lookup main");
-        if !ours {
-            continue;
-        }
-        let mut args = vec![
-            "rule".to_string(),
-            "del".into(),
-            "pref".into(),
-            pref.to_string(),
-        ];
-        args.extend(rest.split_whitespace().map(String::from));
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        ip(&a, None)?;
-        removed.push(format!("{pref}: {rest}"));
+    rec.devices = vec![c.clone(), s.clone()];
+    rec.route_tables = vec![o.table, o.table + 1];
+    rec.save()?;
+    ip(&["-batch", "-"], Some(&devices_batch(o)))?;
+    for d in [&c, &s] {
+        set_sysctl(&format!("ipv4/conf/{d}/rp_filter"), "0", rec)?;
     }
-    for t in [o.table, o.table + 1] {
-        let _ = ip(&["route", "flush", "table", &t.to_string()], None);
+    if sysctl::read("ipv4/conf/all/rp_filter")? == "1" {
+        set_sysctl("ipv4/conf/all/rp_filter", "2", rec)?;
     }
-    Ok(removed)
+    set_sysctl("ipv4/ip_forward", "1", rec)?;
+    for rule in rules(o, clients) {
+        add_rule(&rule, rec)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -263,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn the_devices_get_the_mtu_and_queue_asked_for() {
+    fn the_devices_get_the_mtu_asked_for() {
         let o = Opts {
             uplink: "sat0".into(),
             mtu: 1400,
@@ -272,8 +178,8 @@ mod tests {
         };
         assert_eq!(
             devices_batch(&o),
-            "link set dev lpgwc mtu 1400 txqueuelen 4096 up\n\
-             link set dev lpgws mtu 1400 txqueuelen 4096 up\n\
+            "link set dev lpgwc mtu 1400 up\n\
+             link set dev lpgws mtu 1400 up\n\
              route replace default dev lpgwc table 7450\n\
              route replace default dev lpgws table 7451\n"
         );

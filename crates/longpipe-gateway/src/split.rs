@@ -23,20 +23,23 @@
 //! server-side socket needs `CAP_NET_RAW` or `CAP_NET_ADMIN`, and `CAP_NET_RAW` is the
 //! narrower (it cannot change routes, rules or nftables).
 //!
-//! Why one file of ~680 lines: the relay is one `ppoll` loop over pairs of sockets whose
-//! states (half-closed, reset, buffers full) decide each other's poll events; its tests
-//! are the last ~120 lines.
+//! Why one file of ~770 lines: the relay is one `ppoll` loop over pairs of sockets whose
+//! states (half-closed, reset, buffers full) decide each other's poll events; its
+//! metrics and snapshot are read from that state; its tests are the last ~120 lines.
 
 use crate::metrics;
 use crate::opts::Opts;
 use crate::split_setup::IP_TRANSPARENT;
-use longpipe_emu::sys;
+use crate::state::{ConnEntry, Snapshot};
+use longpipe_sys::sys;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -351,14 +354,75 @@ fn pfd(fd: i32, events: i16) -> libc::pollfd {
     }
 }
 
-/// Runs until stopped. `ctl`: end of file means stop.
+/// `TCP_USER_TIMEOUT` (linux/tcp.h): how long sent data may stay unacknowledged
+/// before the kernel gives the connection up.
+const TCP_USER_TIMEOUT: i32 = 18;
+
+/// The relay's sockets give a silent peer up after `--abandon-timeout` (RFC 5482's
+/// user timeout; Linux's own is `tcp_retries2`, about 15 minutes): a vanished client or
+/// server ends its pair with a reset, not a silent hang.
+fn user_timeout(s: &impl AsRawFd, ns: u64) {
+    let ms = i32::try_from(ns / 1_000_000).unwrap_or(i32::MAX);
+    let _ = sys::setsockopt_int(s, libc::IPPROTO_TCP, TCP_USER_TIMEOUT, ms);
+}
+
+/// The relay's connections for `longpipe gateway status`.
+fn write_snapshot(f: &File, conns: &[Conn], uptime_s: f64, draining: bool) {
+    let entries = conns
+        .iter()
+        .map(|c| {
+            let addr = |s: &TcpStream, local: bool| {
+                let a = if local { s.local_addr() } else { s.peer_addr() };
+                a.map(|a| a.to_string()).unwrap_or_else(|_| "?".into())
+            };
+            let state = if c.connecting {
+                "connecting"
+            } else if c.d[0].eof || c.d[1].eof {
+                "closing"
+            } else {
+                "established"
+            };
+            ConnEntry {
+                server: addr(&c.s[0], true),
+                client: addr(&c.s[0], false),
+                state: state.into(),
+                held: c.buffered(),
+                acked_undelivered: c.d[1].buf.len() as u64,
+                resent: 0,
+                client_rcv_nxt: None,
+                server_rcv_nxt: None,
+            }
+        })
+        .collect();
+    let s = Snapshot {
+        pid: std::process::id(),
+        mode: "split".into(),
+        uptime_s,
+        draining,
+        half_open: 0,
+        conns: entries,
+    };
+    if let Ok(b) = serde_json::to_vec(&s) {
+        let _ = f.set_len(0);
+        let _ = f.write_all_at(&b, 0);
+    }
+}
+
+/// Runs until stopped: a signal, or the control pipe's end (`io.ctl`; without a
+/// signal: the parent is gone, and the metrics port is closed at once).
 pub fn run(
     o: &Opts,
     listener: TcpListener,
     max_conns: usize,
-    ctl: Option<OwnedFd>,
-    metrics_listener: Option<TcpListener>,
+    io: crate::worker::LoopIo,
 ) -> io::Result<Summary> {
+    let crate::worker::LoopIo {
+        ctl,
+        metrics: metrics_listener,
+        snapshot: snap_file,
+        harden,
+        ..
+    } = io;
     listener.set_nonblocking(true)?;
     if let Some(c) = &ctl {
         sys::set_nonblocking(c)?;
@@ -366,9 +430,14 @@ pub fn run(
     let mut listener = Some(listener);
     let mut ctl = ctl.map(File::from);
     let snapshot = Arc::new(Mutex::new(String::new()));
+    let stop_metrics = Arc::new(AtomicBool::new(false));
     if let Some(l) = metrics_listener {
-        metrics::serve(l, snapshot.clone());
+        let _ = metrics::serve(l, snapshot.clone(), stop_metrics.clone());
     }
+    if harden {
+        crate::harden::harden(true)?;
+    }
+    let mut parent_gone = false;
     let cap = o.relay_buffer as usize;
     let mut tmp = vec![0u8; 65_536];
     let mut conns: Vec<Conn> = Vec::new();
@@ -387,6 +456,9 @@ pub fn run(
             let s = render(&st, conns.len(), buffered(&conns), t as f64 / 1e9);
             if let Ok(mut g) = snapshot.lock() {
                 *g = s;
+            }
+            if let Some(f) = &snap_file {
+                write_snapshot(f, &conns, t as f64 / 1e9, stop_at.is_some());
             }
             next_snap = t + second;
         }
@@ -474,6 +546,15 @@ pub fn run(
                 };
                 if closed {
                     ctl = None;
+                    if sys::SIGNALLED.load(Ordering::Relaxed) == 0 && !parent_gone {
+                        parent_gone = true;
+                        stop_metrics.store(true, Ordering::Relaxed);
+                        eprintln!(
+                            "longpipe-gateway: the parent is gone: metrics closed; draining (at \
+                             most {:.1} s), then the connections left are reset",
+                            o.drain_ns as f64 / 1e9
+                        );
+                    }
                     stop_at.get_or_insert(now() + o.drain_ns);
                 }
             }
@@ -541,8 +622,10 @@ pub fn run(
                         continue;
                     }
                     let _ = a.set_nonblocking(true);
+                    user_timeout(&a, o.abandon_ns);
                     match connect_as(src, dst) {
                         Ok((b, same)) => {
+                            user_timeout(&b, o.abandon_ns);
                             st.same_port += same as u64;
                             conns.push(Conn {
                                 s: [a, b],

@@ -14,13 +14,16 @@
 //!   go-back-N without window reduction, duplicate-ACK suppression).
 //! - [`split`]: terminate the server's connection, open a second one to the client.
 //!
-//! Connection table: learned from either side's SYN; a RST forgets the connection at
-//! once, a connection whose both FINs have passed and whose data is all delivered is
+//! Connection table (spoof mode): a connection starts when the answer to its SYN passes
+//! (an opening SYN leaves only an entry in the bounded, fast-ageing table of handshakes,
+//! [`handshake`]); a RST forgets it only if it is the peer's (RFC 5961, `lifecycle.rs`);
+//! a connection whose both FINs have passed and whose data is all delivered is
 //! forgotten, one idle (no packet, nothing held) for `idle_timeout` is reaped, and one
-//! whose client has acknowledged nothing for `abandon_timeout` while data waits for it
-//! is abandoned (its held bytes counted in [`Gateway::abandoned_bytes`]). The table holds
-//! at most `max_conns` connections: beyond that, new connections pass through
-//! unaccelerated (counted in `conns_refused`).
+//! whose client has acknowledged nothing new for `abandon_timeout` while data waits for
+//! it is given up: both ends reset, the bytes the server saw acknowledged counted in
+//! [`Gateway::abandoned_bytes`]. The table holds at most `max_conns` connections:
+//! beyond that, new connections pass through unaccelerated (counted in
+//! `conns_refused`). Split mode learns connections from the server's SYN.
 //!
 //! No event scans the table: each connection's next deadline sits in an ordered timer
 //! set, and in shared mode the connections that may send under the current fair share
@@ -32,25 +35,30 @@
 //! [`Packet`] (a header and a payload length), or a daemon's packet that also holds the
 //! payload bytes it must resend.
 //!
-//! Why one file of ~900 lines: the gateway's spec, its connection table (with its timer
-//! and eligible sets) and the shared per-uplink budget, which hands out and takes back
-//! window on every connection event.
+//! Files: [`config`] (the scenario's spec, its defaults and checks, the counters), this
+//! one (the connection table, its timer and eligible sets, and the shared per-uplink
+//! budget, which hands out and takes back window on every connection event),
+//! [`handshake`] (handshakes in progress), `lifecycle.rs` (RSTs, expiry, removal, the
+//! listing and resets a daemon asks for), [`spoof`] (one spoofed connection:
+//! [`spoof::paper`]'s go-back-N, [`spoof::shared`]'s scoreboard), [`split`], [`node`]
+//! (the simulator's element). Why ~700 lines here: the table's entry points
+//! (`on_packet`, `on_timer`, the pump) each touch the timer index, the eligible set and
+//! the shared sums together, and keep them consistent in one place.
 
+pub mod config;
+pub mod handshake;
+mod lifecycle;
 pub mod node;
 pub mod split;
 pub mod spoof;
 
-use crate::error::{err, ScenarioError};
+pub use config::{
+    default_window, GatewayConfig, GatewayCounters, GatewayMode, GatewaySpec, SplitConfig, Uplink,
+};
+
 use crate::net::packet::{Packet, ACK, RST, SYN};
-use crate::stats::{Last, Peak};
-use crate::tcp::cc::hybla::HyblaSpec;
-use crate::tcp::config::{FlowSpec, IwSpec, TcpKind};
-use crate::tcp::profile::{TcpProfile, MIN_TIMER};
-use crate::tcp::stack::Stack;
-use crate::time::{Rate, SimDuration, SimTime};
-use crate::units::{Bytes, Duration, RateQ};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use crate::stats::Last;
+use crate::time::{Rate, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound::{Excluded, Unbounded};
 
@@ -88,339 +96,6 @@ pub enum Dir {
     ToClient,
     /// From the client (over the satellite) toward the server.
     ToServer,
-}
-
-/// The scenario's `gateway = { ... }` of a `tcp-gateway` node.
-#[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct GatewaySpec {
-    /// "spoof" (ACK spoofing, the paper's gateway; default) or "split" (terminate the
-    /// server's connection and open a second one to the client, as PEPsal).
-    #[serde(default)]
-    pub mode: Option<GatewayMode>,
-    /// The neighbour across the satellite uplink (default: the neighbour over the
-    /// gateway's link with the longest round-trip propagation delay).
-    #[serde(default)]
-    pub uplink: Option<String>,
-    /// Split mode: congestion control toward the client (default newreno; "bbr" implies
-    /// stack = "linux").
-    #[serde(default)]
-    pub tcp: Option<SplitTcp>,
-    /// Split mode: the stack of the connection toward the client, "classic" (default) or
-    /// "linux" (its defaults for SACK and the initial window apply unless `sack` and `iw`
-    /// say otherwise).
-    #[serde(default)]
-    pub stack: Option<Stack>,
-    /// Split mode: options of `tcp = "hybla"`.
-    #[serde(default)]
-    pub hybla: Option<HyblaSpec>,
-    /// Split mode: offer SACK toward the client (default: the stack's, false on the
-    /// classic stack).
-    #[serde(default)]
-    pub sack: Option<bool>,
-    /// Split mode: initial window toward the client, segments (default: the stack's, 1
-    /// on the classic stack).
-    #[serde(default)]
-    pub iw: Option<u32>,
-    /// Buffer per connection (default 1MB).
-    #[serde(default)]
-    pub buffer: Option<Bytes>,
-    /// Satellite-side window of one connection (default: the uplink's bandwidth-delay
-    /// product, its rate toward the client × its round-trip propagation delay, at least
-    /// 65535 B; in shared mode the link window): in shared mode a cap on the
-    /// connection's fair share.
-    #[serde(default)]
-    pub window: Option<Bytes>,
-    /// Pace transmissions toward the client at this rate (default: no pacing).
-    #[serde(default)]
-    pub pace: Option<RateQ>,
-    /// Duplicate ACKs that trigger go-back-N (default 3).
-    #[serde(default)]
-    pub dupthresh: Option<u32>,
-    /// Minimum satellite-side RTO (default 1s).
-    #[serde(default)]
-    pub min_rto: Option<Duration>,
-    /// The gateway fails (drops all state and traffic) at this time: fate-sharing tests.
-    #[serde(default)]
-    pub fail_at: Option<Duration>,
-    /// After a go-back-N, ignore duplicate ACKs until everything then outstanding is
-    /// acknowledged (default true; false = only the paper's echo suppression).
-    #[serde(default)]
-    pub recover_guard: Option<bool>,
-    /// Forget a connection after this long without a packet, if it holds no data
-    /// (default 300s).
-    #[serde(default)]
-    pub idle_timeout: Option<Duration>,
-    /// Spoof mode: forget a connection whose client has acknowledged nothing for this
-    /// long while data waits for it (default 300s; the client is gone).
-    #[serde(default)]
-    pub abandon_timeout: Option<Duration>,
-    /// Most connections tracked at once (default 65536); more pass through.
-    #[serde(default)]
-    pub max_conns: Option<u32>,
-    /// Spoof mode: one satellite budget per uplink shared fairly among the connections,
-    /// paced at the uplink's rate, one memory for all spoofed windows, and resends of
-    /// only what the client's ACKs (and SACK) show lost (default true; false = the
-    /// paper's gateway: a full window per connection and go-back-N). See
-    /// docs/notes/gateway-sharing.md.
-    #[serde(default)]
-    pub shared: Option<bool>,
-    /// Shared mode: bytes in flight over the satellite, all connections together
-    /// (default: 5/4 of the uplink's bandwidth-delay product, which is at least 65535 B;
-    /// the quarter covers the clients' delayed ACKs).
-    #[serde(default)]
-    pub link_window: Option<Bytes>,
-    /// Shared mode: the gateway's memory for all connections' data; spoofed windows
-    /// never promise more than is free (default: 4 × the link window).
-    #[serde(default)]
-    pub memory: Option<Bytes>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum GatewayMode {
-    Spoof,
-    Split,
-}
-
-/// The congestion controls the split gateway runs toward the client: every `tcp = ...`
-/// variant but the TCP-Peach family, whose probes need a receiver that flags probe ACKs
-/// (the client is unmodified).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum SplitTcp {
-    Tahoe,
-    Reno,
-    #[default]
-    Newreno,
-    Hybla,
-    Cubic,
-    Bbr,
-}
-
-impl SplitTcp {
-    pub fn kind(self) -> TcpKind {
-        match self {
-            SplitTcp::Tahoe => TcpKind::Tahoe,
-            SplitTcp::Reno => TcpKind::Reno,
-            SplitTcp::Newreno => TcpKind::Newreno,
-            SplitTcp::Hybla => TcpKind::Hybla,
-            SplitTcp::Cubic => TcpKind::Cubic,
-            SplitTcp::Bbr => TcpKind::Bbr,
-        }
-    }
-}
-
-/// Split mode: the gateway terminates the server's connection and sends the data on
-/// its own connection to the client.
-#[derive(Debug, Clone)]
-pub struct SplitConfig {
-    /// The profile of the connection toward the client (its segment size is the
-    /// server's, per connection).
-    pub leg: TcpProfile,
-    /// Its initial window in segments.
-    pub iw_segments: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct GatewayConfig {
-    /// None: ACK spoofing (the paper's gateway); Some: split connections.
-    pub split: Option<SplitConfig>,
-    /// Gateway buffer per connection, bytes.
-    pub buffer: u64,
-    /// Satellite-side window, bytes; None = the uplink's bandwidth-delay product.
-    pub window: Option<u64>,
-    /// Pace transmissions toward the client at this rate (None: send at once).
-    pub pace: Option<Rate>,
-    /// Duplicate ACKs that trigger go-back-N.
-    pub dupthresh: u32,
-    pub min_rto: SimDuration,
-    pub initial_rto: SimDuration,
-    /// The gateway stops working at this time (fate-sharing test).
-    pub fail_at: Option<SimTime>,
-    /// After a go-back-N, count no duplicate ACKs toward another one until everything
-    /// outstanding at that moment is acknowledged (NewReno's `recover` rule). The paper
-    /// only suppresses (client buffer ÷ MSS) echoes; without this guard, the duplicate
-    /// ACKs of the rest of a satellite window larger than the client's buffer trigger a
-    /// new go-back-N every three ACKs.
-    pub recover_guard: bool,
-    pub idle_timeout: SimDuration,
-    /// Spoof mode: no acknowledgement from the client for this long while data is held:
-    /// the connection is abandoned.
-    pub abandon_timeout: SimDuration,
-    pub max_conns: usize,
-    /// Spoof mode: share one satellite budget (and memory) among the connections.
-    pub shared: bool,
-    /// Shared mode: bytes in flight over the satellite, all connections; None = 5/4 of
-    /// the uplink's bandwidth-delay product.
-    pub link_window: Option<u64>,
-    /// Shared mode: bytes of data held for all connections together, including what
-    /// spoofed windows have promised; None = 4 × the link window.
-    pub memory: Option<u64>,
-    /// Shared mode: how far behind its schedule the pacer may be and still catch up.
-    /// Zero (the simulator, whose timers run exactly on time): the next send is timed
-    /// from the send now. A real packet loop wakes up after the due time, and timing
-    /// each send from then loses that lateness every time (a daemon woken 75 µs late
-    /// paced a 50 Mbit/s link at 37); with a catch-up the sends keep to the schedule,
-    /// and after a longer stall at most this much is sent at once.
-    pub pace_catchup: SimDuration,
-}
-
-impl GatewaySpec {
-    /// Defaults and checks (the uplink is resolved by the node, which knows its links).
-    pub fn resolve(&self, path: &str) -> Result<GatewayConfig, ScenarioError> {
-        let split = self.mode == Some(GatewayMode::Split);
-        if !split
-            && (self.tcp.is_some()
-                || self.stack.is_some()
-                || self.sack.is_some()
-                || self.iw.is_some()
-                || self.hybla.is_some())
-        {
-            return err(
-                format!("{path}.mode"),
-                "tcp, stack, hybla, sack and iw apply to mode = \"split\"",
-            );
-        }
-        if self.iw == Some(0) {
-            return err(format!("{path}.iw"), "must be at least 1 segment");
-        }
-        if self.link_window.is_some_and(|w| w.0 == 0) {
-            return err(
-                format!("{path}.link_window"),
-                "must be positive (omit it for the uplink's bandwidth-delay product)",
-            );
-        }
-        if self.memory.is_some_and(|w| w.0 == 0) {
-            return err(format!("{path}.memory"), "must be positive");
-        }
-        if split && (self.shared.is_some() || self.link_window.is_some() || self.memory.is_some()) {
-            return err(
-                format!("{path}.mode"),
-                "shared, link_window and memory apply to mode = \"spoof\"",
-            );
-        }
-        if self.shared != Some(false) && !split && self.recover_guard.is_some() {
-            return err(
-                format!("{path}.recover_guard"),
-                "applies to shared = false (the paper's go-back-N)",
-            );
-        }
-        if self.shared == Some(false) && (self.link_window.is_some() || self.memory.is_some()) {
-            return err(
-                format!("{path}.shared"),
-                "link_window and memory apply to shared = true",
-            );
-        }
-        if self.window.is_some_and(|w| w.0 == 0) {
-            return err(
-                format!("{path}.window"),
-                "must be positive (omit it for the uplink's bandwidth-delay product)",
-            );
-        }
-        let min_rto = self
-            .min_rto
-            .map(|d| d.0)
-            .unwrap_or(SimDuration::from_secs(1));
-        let split = if split {
-            // the variant/stack table and the stacks' defaults, as for a flow
-            let spec = FlowSpec {
-                tcp: Some(self.tcp.unwrap_or_default().kind()),
-                stack: self.stack,
-                hybla: self.hybla.clone(),
-                sack: self.sack,
-                iw: self.iw.map(IwSpec::Segments),
-                ..FlowSpec::default()
-            };
-            let mut leg = TcpProfile::resolve(&spec, path)?;
-            leg.rto.min = min_rto;
-            leg.rto.max = leg.rto.max.max(min_rto);
-            Some(SplitConfig {
-                iw_segments: (leg.iw_bytes / leg.mss as u64) as u32,
-                leg,
-            })
-        } else {
-            None
-        };
-        let cfg = GatewayConfig {
-            split,
-            buffer: self.buffer.map(|b| b.0).unwrap_or(1_000_000),
-            window: self.window.map(|b| b.0),
-            pace: self.pace.map(|r| r.0),
-            dupthresh: self.dupthresh.unwrap_or(3),
-            min_rto,
-            initial_rto: SimDuration::from_secs(1),
-            fail_at: self.fail_at.map(|d| SimTime(d.0 .0)),
-            recover_guard: self.recover_guard.unwrap_or(true),
-            idle_timeout: self
-                .idle_timeout
-                .map(|d| d.0)
-                .unwrap_or(SimDuration::from_secs(300)),
-            abandon_timeout: self
-                .abandon_timeout
-                .map(|d| d.0)
-                .unwrap_or(SimDuration::from_secs(300)),
-            max_conns: self.max_conns.unwrap_or(65_536) as usize,
-            shared: self.mode != Some(GatewayMode::Split) && self.shared.unwrap_or(true),
-            link_window: self.link_window.map(|b| b.0),
-            memory: self.memory.map(|b| b.0),
-            pace_catchup: SimDuration::ZERO,
-        };
-        if cfg.buffer == 0 {
-            return err(format!("{path}.buffer"), "must be positive");
-        }
-        if cfg.min_rto < MIN_TIMER {
-            return err(format!("{path}.min_rto"), "must be at least 1ms");
-        }
-        if cfg.dupthresh == 0 {
-            return err(format!("{path}.dupthresh"), "must be at least 1");
-        }
-        if cfg.idle_timeout.0 == 0 {
-            return err(format!("{path}.idle_timeout"), "must be positive");
-        }
-        if cfg.abandon_timeout.0 == 0 {
-            return err(format!("{path}.abandon_timeout"), "must be positive");
-        }
-        Ok(cfg)
-    }
-}
-
-/// The default satellite-side window: the uplink's bandwidth-delay product (rate
-/// toward the client × round-trip propagation delay), at least 65535 B.
-pub fn default_window(rate: Rate, rtt: SimDuration) -> u64 {
-    let bdp = (rate.bps() as u128 * rtt.as_nanos() as u128 / 8 / 1_000_000_000) as u64;
-    bdp.max(65_535)
-}
-
-crate::counters! {
-    /// Gateway counters, serialized as the result's `gateways[]` fields.
-    #[derive(Serialize)]
-    pub struct GatewayCounters {
-        pub spoofed_acks: u64,
-        pub go_back_n: u64,
-        /// Of which started by the satellite-side retransmission timer.
-        pub go_back_n_timeout: u64,
-        pub segments_resent: u64,
-        /// Segments sent beyond the client's advertised window.
-        pub client_overruns: u64,
-        pub max_buffer_bytes: Peak,
-        pub dropped_buffer_full: u64,
-        /// Server segments received beyond a hole and kept until it was filled.
-        pub out_of_order_held: u64,
-        pub failed: Last<bool>,
-        /// Bytes the server considered acknowledged that were lost with the gateway.
-        pub lost_on_failure_bytes: u64,
-        /// Connections learned, and forgotten (closed, reset or idle).
-        pub conns_opened: u64,
-        pub conns_closed: u64,
-        /// Connections passed through unaccelerated because the table was full.
-        pub conns_refused: u64,
-        /// Spoof mode: payload bytes sent toward the client (first sends and resends),
-        /// and those the client acknowledged (each byte once): satellite efficiency is
-        /// their ratio.
-        pub sat_bytes_sent: u64,
-        pub sat_bytes_delivered: u64,
-    }
 }
 
 /// A connection's key: (server address, server port, client address, client port).
@@ -487,17 +162,6 @@ impl Index {
     }
 }
 
-/// What the gateway knows of its satellite uplink.
-#[derive(Debug, Clone, Copy)]
-pub struct Uplink {
-    /// The uplink's rate toward the client: shared mode paces at it unless `pace` says
-    /// otherwise (None: no pacing).
-    pub rate: Option<Rate>,
-    /// The default satellite windows: the uplink's bandwidth-delay product
-    /// ([`default_window`]).
-    pub bdp: u64,
-}
-
 /// Shared mode: one satellite budget and one memory for all connections. The sums
 /// are kept up to date from each connection's change across every call into it.
 #[derive(Debug)]
@@ -548,6 +212,25 @@ impl Shared {
     }
 }
 
+/// Spoof mode: RSTs and SYNs that did not belong, and connections the gateway reset
+/// (the daemon's metrics; kept out of the simulator's result).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FaultCounters {
+    /// RSTs that reset a connection (either side's), RSTs from servers answered with a
+    /// challenge ACK or dropped (RFC 5961 §3.2), RSTs from clients passed on without
+    /// resetting the gateway's state.
+    pub rst_accepted: u64,
+    pub rst_challenged: u64,
+    pub rst_dropped: u64,
+    pub rst_passed: u64,
+    /// SYNs with another ISN on a connection holding data: passed, state kept.
+    pub syn_conflicts: u64,
+    /// Bytes servers saw acknowledged that connections reset by a RST still held.
+    pub reset_bytes: u64,
+    /// Connections the gateway reset on both sides itself (gave up, or stopped).
+    pub resets_sent: u64,
+}
+
 pub struct Gateway<P = Packet> {
     cfg: GatewayConfig,
     /// Satellite-side window in bytes (the paper's mode: per connection).
@@ -559,6 +242,11 @@ pub struct Gateway<P = Packet> {
     scratch: Vec<Packet>,
     failed: bool,
     pub stats: GatewayCounters,
+    /// Spoof mode: handshakes in progress.
+    hs: handshake::Handshakes,
+    /// What the gateway did about RSTs, SYNs and connections it gave up (the daemon's
+    /// metrics; not in the simulator's result).
+    pub faults: FaultCounters,
     /// Connections abandoned (their client acknowledged nothing for `abandon_timeout`
     /// while data waited), and the bytes the server considered delivered that they
     /// held. Not in the simulator's result (a run never lasts that long stuck).
@@ -599,6 +287,8 @@ impl<P: GwPacket> Gateway<P> {
             scratch: Vec::new(),
             failed: false,
             stats: GatewayCounters::default(),
+            hs: handshake::Handshakes::default(),
+            faults: FaultCounters::default(),
             abandoned: 0,
             abandoned_bytes: 0,
         }
@@ -622,6 +312,22 @@ impl<P: GwPacket> Gateway<P> {
                 (u, u)
             }
         }
+    }
+
+    /// Spoof mode: handshakes in progress (SYNs without their answer, and connections
+    /// whose opener has not acknowledged the answer yet).
+    pub fn half_open(&self) -> usize {
+        self.hs.in_progress()
+    }
+
+    /// Of those, from client address `a`.
+    pub fn half_open_from(&self, a: [u8; 4]) -> usize {
+        self.hs.from(a)
+    }
+
+    /// Handshakes refused over the limits and forgotten unfinished.
+    pub fn handshake_counters(&self) -> &handshake::HandshakeCounters {
+        &self.hs.stats
     }
 
     pub fn failed(&self) -> bool {
@@ -690,24 +396,81 @@ impl<P: GwPacket> Gateway<P> {
         let st = &mut self.stats;
         match &mut self.conns {
             Conns::Spoof(cs) => {
+                Self::expire_handshakes(
+                    cs,
+                    &mut self.idx,
+                    &mut self.shared,
+                    &mut self.hs,
+                    st,
+                    cfg,
+                    now,
+                );
                 if flags & RST != 0 {
-                    if let Some(c) = cs.remove(&k) {
-                        st.conns_closed += 1;
-                        self.idx.forget(k, c.armed);
-                        if let Some(sh) = &mut self.shared {
-                            sh.account::<P>(Part::of(&c), None);
-                        }
-                        Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
-                    }
-                    out.push(pkt);
+                    Self::spoof_rst(
+                        cs,
+                        &mut self.idx,
+                        &mut self.shared,
+                        &mut self.hs,
+                        &mut self.faults,
+                        st,
+                        cfg,
+                        now,
+                        (k, dir),
+                        pkt,
+                        out,
+                    );
                     return;
                 }
-                if flags & SYN != 0 && !cs.contains_key(&k) {
-                    if cs.len() >= cfg.max_conns {
-                        // counted once a connection: at its opening SYN
-                        st.conns_refused += (flags & ACK == 0) as u64;
-                    } else {
-                        cs.insert(k, spoof::Conn::new(cfg, k, now));
+                let mut pkt = pkt;
+                if flags & SYN != 0 {
+                    if let Some(c) = cs.get(&k) {
+                        if c.syn_conflicts(dir, pkt.hdr()) {
+                            if !c.holds_nothing() {
+                                // RFC 5961 §4: the end host answers it (a challenge
+                                // ACK); the gateway's state stays
+                                self.faults.syn_conflicts += 1;
+                                out.push(pkt);
+                                return;
+                            }
+                            // nothing held: a new connection on the same ports
+                            let c = cs.remove(&k).expect("present");
+                            Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, k, &c);
+                        }
+                    }
+                    if !cs.contains_key(&k) {
+                        if flags & ACK == 0 {
+                            // an opening SYN: no connection until its answer
+                            if self.hs.syn(
+                                k,
+                                dir,
+                                pkt.hdr(),
+                                now,
+                                cfg.max_half_open,
+                                cfg.half_open_per_source,
+                            ) {
+                                spoof::rewrite_syn(cfg, dir, &mut pkt);
+                            }
+                            out.push(pkt);
+                            Self::refresh_eligible(&mut self.idx, self.shared.as_ref(), cs);
+                            return;
+                        }
+                        // the answer: the connection starts (embryonic)
+                        let Some(h) = self.hs.answer(k, dir, now) else {
+                            out.push(pkt); // not a handshake the gateway saw
+                            return;
+                        };
+                        if cs.len() >= cfg.max_conns {
+                            st.conns_refused += 1;
+                            self.hs.embryo_gone(k);
+                            out.push(pkt);
+                            return;
+                        }
+                        let mut c = spoof::Conn::new(cfg, k, h.dir, now);
+                        let mem = spoof::MemShare::UNLIMITED;
+                        let mut learnt = Vec::new();
+                        let syn = P::made(h.syn);
+                        c.on_packet(cfg, self.window, mem, st, now, h.dir, syn, &mut learnt);
+                        cs.insert(k, c);
                         st.conns_opened += 1;
                     }
                 }
@@ -717,11 +480,15 @@ impl<P: GwPacket> Gateway<P> {
                     return;
                 };
                 let before = Part::of(c);
+                let was_established = c.established();
                 let mem = self
                     .shared
                     .as_ref()
                     .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(n));
                 c.on_packet(cfg, self.window, mem, st, now, dir, pkt, out);
+                if !was_established && c.established() {
+                    self.hs.embryo_gone(k);
+                }
                 let closed = c.closed();
                 if let Some(sh) = &mut self.shared {
                     sh.account(before, (!closed).then_some(&*c));
@@ -880,15 +647,15 @@ impl<P: GwPacket> Gateway<P> {
                     let abandoned = !idle_gone && c.abandoned(now, abandon);
                     if idle_gone || abandoned {
                         if abandoned {
+                            // given up: both sides reset, at the numbers they expect
+                            c.rsts(now, out);
+                            self.faults.resets_sent += 1;
                             self.abandoned += 1;
                             self.abandoned_bytes += c.unsent_acked_bytes();
                         }
-                        if let Some(sh) = &mut self.shared {
-                            sh.account::<P>(Part::of(c), None);
-                        }
-                        cs.remove(&k);
-                        self.idx.eligible.remove(&k);
-                        st.conns_closed += 1;
+                        c.armed = None; // disarmed by `due`
+                        let c = cs.remove(&k).expect("present");
+                        Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, k, &c);
                         continue;
                     }
                     let t = c.next_timer(&self.cfg, self.window);
@@ -941,6 +708,7 @@ impl<P: GwPacket> Gateway<P> {
             Conns::Split(cs) => cs.clear(),
         }
         self.idx = Index::default();
+        self.hs.clear();
         if let Some(sh) = &mut self.shared {
             (sh.pipe, sh.reserved, sh.active) = (0, 0, 0);
         }
@@ -949,3 +717,5 @@ impl<P: GwPacket> Gateway<P> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_faults;

@@ -1,26 +1,34 @@
 //! The gateway on real packets, fed by hand: identities, sequence wrap, window scaling,
 //! the connection table, out-of-order server data, timestamps.
 //!
-//! Why one file of ~770 lines: every test builds its packets with the same few helpers
+//! Why one file of ~790 lines: every test builds its packets with the same few helpers
 //! (`pkt`, `syn`, `open`, `stamped`) and reads the same counters; each test is short.
 
 use super::*;
 use crate::net::packet::{Options, Segment, ACK, FIN};
+use crate::time::SimDuration;
 
-const SERVER: [u8; 4] = [10, 0, 0, 1];
-const CLIENT: [u8; 4] = [10, 0, 0, 3];
+pub(super) const SERVER: [u8; 4] = [10, 0, 0, 1];
+pub(super) const CLIENT: [u8; 4] = [10, 0, 0, 3];
 /// An uplink without pacing (these tests feed packets by hand).
-const UP: Uplink = Uplink {
+pub(super) const UP: Uplink = Uplink {
     rate: None,
     bdp: 100_000,
 };
 
-fn cfg(extra: &str) -> GatewayConfig {
+pub(super) fn cfg(extra: &str) -> GatewayConfig {
     let spec: GatewaySpec = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
     spec.resolve("gw").unwrap()
 }
 
-fn pkt(from_server: bool, sport: u16, flags: u8, seq: u32, ack: u32, len: u32) -> Packet {
+pub(super) fn pkt(
+    from_server: bool,
+    sport: u16,
+    flags: u8,
+    seq: u32,
+    ack: u32,
+    len: u32,
+) -> Packet {
     let (src, dst, sp, dp) = if from_server {
         (SERVER, CLIENT, 5001, sport)
     } else {
@@ -43,7 +51,7 @@ fn pkt(from_server: bool, sport: u16, flags: u8, seq: u32, ack: u32, len: u32) -
     )
 }
 
-fn syn(from_server: bool, sport: u16, isn: u32, ack: u32, wscale: Option<u8>) -> Packet {
+pub(super) fn syn(from_server: bool, sport: u16, isn: u32, ack: u32, wscale: Option<u8>) -> Packet {
     let mut p = pkt(
         from_server,
         sport,
@@ -64,7 +72,13 @@ fn syn(from_server: bool, sport: u16, isn: u32, ack: u32, wscale: Option<u8>) ->
 
 /// A client-opened connection (as real downloads are): the gateway learns both sides
 /// from the SYN and the SYN-ACK, whichever comes first.
-fn open(gw: &mut Gateway, sport: u16, c_isn: u32, s_isn: u32, ws: Option<u8>) -> Vec<Packet> {
+pub(super) fn open(
+    gw: &mut Gateway,
+    sport: u16,
+    c_isn: u32,
+    s_isn: u32,
+    ws: Option<u8>,
+) -> Vec<Packet> {
     let mut out = vec![];
     gw.on_packet(
         SimTime(0),
@@ -468,7 +482,11 @@ fn a_client_opened_connection_passes_the_handshake_and_the_clients_data() {
 #[test]
 fn thousands_of_connections_share_the_link_in_round_robin_and_are_reaped() {
     let n = 2000u16;
-    let mut gw = Gateway::new(cfg(r#""link_window":"10000B","idle_timeout":"10s""#), UP);
+    // 2000 handshakes from one client address at once: above the default per-source limit
+    let mut gw = Gateway::new(
+        cfg(r#""link_window":"10000B","idle_timeout":"10s","half_open_per_source":2000"#),
+        UP,
+    );
     for port in 1..=n {
         open(&mut gw, port, 100, 200, None);
     }

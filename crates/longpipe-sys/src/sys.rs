@@ -1,8 +1,8 @@
-//! The system calls the emulator needs that `std` does not offer: TUN devices, network
-//! namespaces, `ppoll` with a nanosecond timeout, timer slack, socket options
-//! (`TCP_CONGESTION`, `TCP_INFO`, ...) on sockets made before privileges are dropped,
-//! signal flags. The only module where `unsafe` is allowed: each block is a plain
-//! libc call on memory this function owns, with its length passed alongside.
+//! The system calls the emulator and the gateway daemon need that `std` does not offer:
+//! TUN devices, network namespaces, `ppoll` with a nanosecond timeout, timer slack,
+//! socket options (`TCP_CONGESTION`, `TCP_INFO`, ...) on sockets made before privileges
+//! are dropped, signal flags. The only module where `unsafe` is allowed: each block is
+//! a plain libc call on memory this function owns, with its length passed alongside.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -372,4 +372,89 @@ pub fn raise_nofile() -> io::Result<u64> {
         check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) })?;
     }
     Ok(r.rlim_cur)
+}
+
+/// Sets `PR_SET_NO_NEW_PRIVS`: neither this process nor anything it runs can gain
+/// privileges (set-user-ID programs, file capabilities); required before an
+/// unprivileged process installs a seccomp filter. Cannot be undone.
+pub fn no_new_privs() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+    Ok(())
+}
+
+/// `PR_GET_NO_NEW_PRIVS`: whether it is set.
+pub fn has_no_new_privs() -> io::Result<bool> {
+    // SAFETY: prctl with integer arguments only.
+    Ok(check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) })? == 1)
+}
+
+/// The audit architecture of this build (linux/audit.h), which a seccomp filter checks
+/// first: system call numbers are per architecture.
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
+
+/// seccomp return values (linux/seccomp.h).
+const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+
+/// A classic BPF instruction (struct sock_filter).
+fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// The filter that allows exactly the system calls `allow` (this architecture's
+/// numbers) and kills the process on any other, or on another architecture's calling
+/// convention (struct seccomp_data: `nr` at offset 0, `arch` at 4).
+pub fn seccomp_program(allow: &[libc::c_long]) -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let mut p = vec![
+        bpf(LD_W_ABS, 0, 0, 4),
+        bpf(JEQ_K, 1, 0, AUDIT_ARCH),
+        bpf(RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        bpf(LD_W_ABS, 0, 0, 0),
+    ];
+    for &nr in allow {
+        // the next instruction allows; otherwise skip it
+        p.push(bpf(JEQ_K, 0, 1, nr as u32));
+        p.push(bpf(RET_K, 0, 0, SECCOMP_RET_ALLOW));
+    }
+    p.push(bpf(RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS));
+    p
+}
+
+/// Installs [`seccomp_program`]`(allow)` on the calling process, all its threads
+/// (`SECCOMP_FILTER_FLAG_TSYNC`), and whatever it runs. Needs no-new-privileges (or
+/// CAP_SYS_ADMIN). Cannot be undone.
+pub fn seccomp_allow_only(allow: &[libc::c_long]) -> io::Result<()> {
+    let prog = seccomp_program(allow);
+    let fprog = libc::sock_fprog {
+        len: prog.len() as libc::c_ushort,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    const SECCOMP_SET_MODE_FILTER: libc::c_long = 1;
+    const SECCOMP_FILTER_FLAG_TSYNC: libc::c_long = 1;
+    // SAFETY: `fprog` points to `prog`, which outlives the call (the kernel copies the
+    // program); the other arguments are integers.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            SECCOMP_FILTER_FLAG_TSYNC,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if r != 0 {
+        // TSYNC returns the id of a thread it could not synchronise (> 0)
+        return Err(if r < 0 {
+            io::Error::last_os_error()
+        } else {
+            io::Error::other(format!("seccomp: thread {r} could not take the filter"))
+        });
+    }
+    Ok(())
 }
