@@ -43,7 +43,7 @@ import numpy as np
 
 from .._io import atomic_write_text, save_figure
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 RELAY_BPS = 44_736_000
 RELAY = "44.736Mbps"
@@ -141,7 +141,7 @@ def scenario(policy: str = "epd", buffer: int = 8000, delay_ms: int = 80, sizes:
                           "layer2": {"kind": "atm"}})
             links.append({"a": "sw2", "b": f"r{j}", "rate": ACCESS, "delay": LOCAL_DELAY,
                           "layer2": {"kind": "atm"}})
-            flows.append({"src": f"s{j}", "dst": f"r{j}", "tcp": "tahoe", "mss": size - 40,
+            flows.append({"src": f"s{j}", "dst": f"r{j}", "stack": STACK, "tcp": "tahoe", "mss": size - 40,
                           "rwnd": f"{window(size)}B", "delayed_ack": True, "start": f"{rng.randrange(1000)}ms"})
             j += 1
     name = (f"atm-wan-{policy}-{buffer}c-{delay_ms}ms-{'+'.join(map(str, sizes))}B"

@@ -29,7 +29,7 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..models import data_sent, hybla_model, reno_no_timeout
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 PACKET = 1000
 WIRE = PACKET + 40
@@ -53,7 +53,7 @@ def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict[str, An
             "queue": {"limit": "1000pkt"}, "loss": {"kind": "bernoulli", "p": p},
         }],
         "flow": [{
-            "src": "sender", "dst": "receiver", "tcp": tcp, "mss": PACKET, "rwnd": f"{WM * PACKET}B",
+            "src": "sender", "dst": "receiver", "stack": STACK, "tcp": tcp, "mss": PACKET, "rwnd": f"{WM * PACKET}B",
             "delayed_ack": False, "partial_ack_timer": "every", "sack": sack,
         }],
     }
@@ -189,7 +189,7 @@ def figure1(out: Path, rtt: float = 0.55, gamma: int = 32, horizon: float = 6.0)
         sc = {
             "name": f"fig1-{tcp}", "duration": f"{horizon + 2 * rtt}s",
             "link": [{"a": "s", "b": "r", "rate": "1Gbps", "delay": f"{rtt / 2}s", "queue": {"limit": "100000pkt"}}],
-            "flow": [{"src": "s", "dst": "r", "tcp": tcp, "mss": PACKET, "rwnd": "1GB", "delayed_ack": False,
+            "flow": [{"src": "s", "dst": "r", "stack": STACK, "tcp": tcp, "mss": PACKET, "rwnd": "1GB", "delayed_ack": False,
                       "ssthresh": ssthresh, "iw": 1}],
         }
         res = api.run(sc, timeseries=True)

@@ -33,7 +33,7 @@ import numpy as np
 
 from .._io import atomic_write_text, save_figure
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 RATE = "10Mbps"
 DELAY = "275ms"
@@ -67,7 +67,7 @@ def scenario(tcp: str, sack: bool, p: float, duration: str = "120s", probe_ack: 
                             "queue": {"limit": "1000pkt", "kind": queue}}
     if p > 0:
         link["loss"] = {"kind": "bernoulli", "p": p}
-    flow: dict[str, Any] = {"src": "sender", "dst": "receiver", "tcp": tcp, "sack": sack, "rwnd": RWND}
+    flow: dict[str, Any] = {"src": "sender", "dst": "receiver", "stack": STACK, "tcp": tcp, "sack": sack, "rwnd": RWND}
     if probe_ack:
         flow["peach"] = {"probe_ack": probe_ack}
     return {"name": f"peach-fig5-{tcp}{'-sack' if sack else ''}-p{p:g}", "duration": duration,
@@ -83,10 +83,10 @@ def _jitter_ms(seed: int, i: int) -> int:
 def congestion_scenario(newcomer: str | None, queue: str, seed: int = 1) -> dict[str, Any]:
     """No link errors, so the seed varies the flows' start times: the 8 NewReno flows
     within the first second, the newcomer within a second of 20 s."""
-    flows: list[dict[str, Any]] = [{"src": "sender", "dst": "receiver", "tcp": "newreno", "rwnd": RWND,
+    flows: list[dict[str, Any]] = [{"src": "sender", "dst": "receiver", "stack": STACK, "tcp": "newreno", "rwnd": RWND,
                                     "start": f"{_jitter_ms(seed, i)}ms"} for i in range(CROSS)]
     if newcomer:
-        flows.append({"src": "sender", "dst": "receiver", "tcp": newcomer, "sack": newcomer in ("peach+", "cherry"),
+        flows.append({"src": "sender", "dst": "receiver", "stack": STACK, "tcp": newcomer, "sack": newcomer in ("peach+", "cherry"),
                       "rwnd": RWND, "start": f"{20_000 + _jitter_ms(seed, CROSS)}ms"})
     return {"name": f"peach-congestion-{newcomer or 'none'}-{queue}", "duration": "140s", "warmup": "40s",
             "link": [{"a": "sender", "b": "receiver", "rate": RATE, "delay": DELAY,

@@ -22,7 +22,7 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..plots import time_sequence
 from ..report import table
-from .common import CITATIONS, Runner, mean_ci95, run_parallel
+from .common import CITATIONS, STACK, Runner, mean_ci95, run_parallel
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "wcdma.toml"
@@ -44,7 +44,7 @@ def configure(*, p: float = 0.0, rwnd_kb: int = 64, iw: int | str = 1, mtu: int 
     radio["loss"] = {"kind": "bernoulli", "p": p}
     radio["queue"] = {"limit": f"{buffer_pkts}pkt"}
     f = sc["flow"][0]
-    f.update({"rwnd": f"{rwnd_kb}KiB", "iw": iw, "mtu": mtu, "sack": sack,
+    f.update({"stack": STACK, "rwnd": f"{rwnd_kb}KiB", "iw": iw, "mtu": mtu, "sack": sack,
               "app": {"kind": "bulk", **({"bytes": size} if size else {})}})
     sc["duration"] = duration
     return sc
