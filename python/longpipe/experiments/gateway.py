@@ -49,6 +49,12 @@ def scenario(gateway: bool, ber: float, duration: str = "130s", size: str | None
     }
 
 
+def outputs(quick: bool = False) -> list[str]:
+    """The files :func:`main` writes into its output directory (besides the run store)."""
+    return sorted(["report.md", "table.json", "table.csv", "table1_throughput_vs_ber.png", "tsg_with_gateway.png",
+                   "tsg_without_gateway.png"])
+
+
 def main(quick: bool = False, out: str | Path = "out/reproduce/gateway", jobs: int | None = None,
          executor: str = "local", quiet: bool = False) -> int:
     out = Path(out)
