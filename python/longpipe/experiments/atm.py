@@ -13,8 +13,9 @@ polices each input line (its VP) with SCR = relay cell rate x the line's share o
 connections and MBS = buffer x the same share, tagging CLP = 1 (used by SCD and SCD+EPD).
 TCP: 4.3BSD Tahoe with delayed ACK; window = the multiple of the segment nearest 24 KB
 (24576 B); packet sizes 552, 1500, 4352 B with TCP/IP headers; 30 s; connections start at
-random times in the first second (drawn from the seed: the network has no other
-randomness).
+random times in the first second (drawn from the seed). Against the phase lock of
+identical paths each host's packets wait a random 0-2 ms before its ATM adapter (the
+link schedule's own seeded stream; see JITTER and docs/notes/atm.md).
 
 Line rates (in the missing figures): the relay line carries cells at the DS3 rate,
 44.736 Mbit/s (ATM payload 40.5 Mbit/s); access and input lines at the OC-3c cell rate,
