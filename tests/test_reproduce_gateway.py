@@ -5,12 +5,15 @@ import json
 import pytest
 
 from conftest import cli
+from longpipe.experiments import gateway
 
 
 @pytest.mark.slow
 def test_reproduce_gateway_quick(tmp_path):
     out = tmp_path / "gw"
     r = cli("reproduce", "gateway", "--quick", "--out", out, check=True)
+    # exactly the files it declares (tests/test_reproduce_outputs.py holds the committed ones to them)
+    assert sorted(p.name for p in out.iterdir() if p.name != "store") == gateway.outputs(quick=True)
     assert "paper" in r.stdout
     rows = json.loads((out / "table.json").read_text())
     assert [row["ber"] for row in rows] == [0.0, 1e-9, 1e-8, 1e-7]

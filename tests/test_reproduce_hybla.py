@@ -5,12 +5,15 @@ import json
 import pytest
 
 from conftest import cli
+from longpipe.experiments import hybla
 
 
 @pytest.mark.slow
 def test_reproduce_hybla_quick(tmp_path):
     out = tmp_path / "hybla"
     r = cli("reproduce", "hybla", "--quick", "--out", out, check=True)
+    # exactly the files it declares (tests/test_reproduce_outputs.py holds the committed ones to them)
+    assert sorted(p.name for p in out.iterdir() if p.name != "store") == hybla.outputs(quick=True)
     assert "paper:" in r.stdout and "ours:" in r.stdout
     rows = json.loads((out / "table-newreno-recovery.json").read_text())
     sack = json.loads((out / "table-sack.json").read_text())

@@ -6,12 +6,15 @@ import json
 import pytest
 
 from conftest import cli
+from longpipe.experiments import peach
 
 
 @pytest.mark.slow
 def test_reproduce_peach_quick(tmp_path):
     out = tmp_path / "peach"
     r = cli("reproduce", "peach", "--quick", "--out", out, check=True)
+    # exactly the files it declares (tests/test_reproduce_outputs.py holds the committed ones to them)
+    assert sorted(p.name for p in out.iterdir() if p.name != "store") == peach.outputs(quick=True)
     assert "Utsumi" in r.stdout
     rows = json.loads((out / "table.json").read_text())
     at = {(x["variant"], x["p"]): x for x in rows}

@@ -5,12 +5,15 @@ import json
 import pytest
 
 from conftest import cli
+from longpipe.experiments import wcdma
 
 
 @pytest.mark.slow
 def test_reproduce_wcdma_quick(tmp_path):
     out = tmp_path / "wcdma"
     r = cli("reproduce", "wcdma", "--quick", "--out", out, check=True)
+    # exactly the files it declares (tests/test_reproduce_outputs.py holds the committed ones to them)
+    assert sorted(p.name for p in out.iterdir() if p.name != "store") == wcdma.outputs(quick=True)
     assert "paper" in r.stdout
     res = json.loads((out / "results.json").read_text())
     for row in res["fig6"]:

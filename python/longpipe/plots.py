@@ -127,14 +127,17 @@ def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: st
 
 def time_sequence(ax: Any, r: Any, title: str, zoom: tuple[float, float] | None = None, rwnd: int | None = None,
                   flow: int = 0) -> None:
-    """tcptrace-style: segments as vertical bars (retransmissions in red), the ACK line,
-    the receive-window line, and SACK blocks."""
+    """tcptrace-style: segments as vertical bars (retransmissions in red, each also ringed:
+    a bar a segment high vanishes at the scale of a whole transfer), the ACK line, the
+    receive-window line, and SACK blocks."""
     segs, ts = r.segments(flow), r.timeseries(flow)
     new = segs[~segs.retx]
     rtx = segs[segs.retx]
     # drawing order: SACK blocks below, then segments, retransmissions on top
     ax.vlines(new.t, new.seq / 1e3, (new.seq + new.len) / 1e3, color="k", lw=0.8, label="segment", zorder=3)
-    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, label="retransmission", zorder=5)
+    ax.vlines(rtx.t, rtx.seq / 1e3, (rtx.seq + rtx.len) / 1e3, color="r", lw=2.0, zorder=5)
+    ax.plot(rtx.t, (rtx.seq + rtx.len / 2) / 1e3, "o", mfc="none", mec="r", ms=6, mew=1.2, zorder=6,
+            label=f"retransmission ({len(rtx)})")
     ax.step(ts.t, ts.snd_una / 1e3, where="post", color="g", lw=0.9, label="ACK")
     if rwnd:
         ax.step(ts.t, (ts.snd_una + rwnd) / 1e3, where="post", color="y", lw=0.9, label="receive window")

@@ -13,8 +13,9 @@ polices each input line (its VP) with SCR = relay cell rate x the line's share o
 connections and MBS = buffer x the same share, tagging CLP = 1 (used by SCD and SCD+EPD).
 TCP: 4.3BSD Tahoe with delayed ACK; window = the multiple of the segment nearest 24 KB
 (24576 B); packet sizes 552, 1500, 4352 B with TCP/IP headers; 30 s; connections start at
-random times in the first second (drawn from the seed: the network has no other
-randomness).
+random times in the first second (drawn from the seed). Against the phase lock of
+identical paths each host's packets wait a random 0-2 ms before its ATM adapter (the
+link schedule's own seeded stream; see JITTER and docs/notes/atm.md).
 
 Line rates (in the missing figures): the relay line carries cells at the DS3 rate,
 44.736 Mbit/s (ATM payload 40.5 Mbit/s); access and input lines at the OC-3c cell rate,
@@ -41,14 +42,29 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_text, save_figure
+from .._io import atomic_write_text
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 RELAY_BPS = 44_736_000
 RELAY = "44.736Mbps"
 ACCESS = "149.76Mbps"
-LOCAL_DELAY = "10us"
+LOCAL_US = 10
+LOCAL_DELAY = f"{LOCAL_US}us"
+#: Desynchronisation (docs/notes/atm.md, "The phase lock"): each sender host's packets
+#: wait a random time before its ATM adapter, uniform in [0, JITTER] and redrawn every
+#: JITTER_TICK (the shortest period a link schedule allows), in the manner of ns-2's
+#: Agent/TCP ``overhead_`` (a uniform random delay before each packet a Tahoe source
+#: sends, "to avoid phase effects") after Floyd and Jacobson, "On traffic phase effects in
+#: packet-switched gateways" (1992). 2 ms is the smallest range of 0.3, 1 and 2 ms that
+#: brings the 552 B connections' EPD loss rate near the 1500 B ones' (the notes).
+JITTER = "2ms"
+JITTER_TICK = "1ms"
+#: the host's hand-off to its adapter is a delay element, not a line: 10 Gbit/s
+HOST_BUS = "10Gbps"
+#: "per-packet" (the reproduction), "per-host" (a fixed random 0-2 ms more on each
+#: sender's access line, compared in the notes), "none" (identical paths: phase-locked)
+DESYNC = ("per-packet", "per-host", "none")
 #: "sufficient" buffer of every switch port but the congested one, cells
 SUFFICIENT = 1_000_000
 DURATION_S = 30
@@ -113,15 +129,23 @@ def flow_plan(sizes: Sequence[int], lines: Sequence[int]) -> list[tuple[int, int
 
 def scenario(policy: str = "epd", buffer: int = 8000, delay_ms: int = 80, sizes: Sequence[int] = (1500,),
              lines: Sequence[int] = UNIFORM, duration_s: int = DURATION_S, seed: int = 1,
-             epd: str = "headroom") -> dict[str, Any]:
+             epd: str = "headroom", desync: str = "per-packet") -> dict[str, Any]:
     """The paper's network with ``sw1``'s discard policy and buffer. ``sizes``: packet
     sizes given to the connections of each line in turn. ``lines``: connections per input
     line. ``epd``: "headroom" (EPD when fewer than 40 packets' worth of cells are free) or
-    "absolute" (when 40 packets' worth are queued)."""
+    "absolute" (when 40 packets' worth are queued). ``desync``: one of :data:`DESYNC`;
+    "per-packet" puts a node ``a{j}`` (host ``s{j}``'s ATM adapter) between each sender
+    and its access line, joined to it by a link whose delay toward the adapter is redrawn
+    uniformly from [0, JITTER] every JITTER_TICK (FIFO: a packet never overtakes)."""
+    if desync not in DESYNC:
+        raise ValueError(f"desync: expected one of {', '.join(DESYNC)}, got {desync!r}")
     n = sum(lines)
     epd_cells = EPD_PACKETS * cells(max(sizes))
     thr: Any = {"headroom": epd_cells} if epd == "headroom" else min(epd_cells, buffer)
     rng = random.Random(seed)
+    # per-host delays from a stream of their own: the start times stay those of the seed
+    host_rng = random.Random(f"{seed}:access-delay")
+    jitter_us = round(float(JITTER.removesuffix("ms")) * 1000)
     nodes: list[dict[str, Any]] = [
         {"name": "sw1", "kind": "atm-switch", "atm": {"buffer": buffer, "epd_threshold": thr}},
         {"name": "sw2", "kind": "atm-switch", "atm": {"buffer": SUFFICIENT}},
@@ -137,15 +161,22 @@ def scenario(policy: str = "epd", buffer: int = 8000, delay_ms: int = 80, sizes:
                       "layer2": {"kind": "atm", "upc": upc}})
         for q in range(k):
             size = sizes[q % len(sizes)]
-            links.append({"a": f"s{j}", "b": f"e{i}", "rate": ACCESS, "delay": LOCAL_DELAY,
-                          "layer2": {"kind": "atm"}})
+            host, access = f"s{j}", LOCAL_DELAY
+            if desync == "per-packet":
+                host = f"a{j}"
+                links.append({"a": f"s{j}", "b": host, "rate": HOST_BUS, "delay": "0s", "delay_ba": "0s",
+                              "schedule": [{"every": JITTER_TICK, "delay": {"min": "0s", "max": JITTER}}]})
+            elif desync == "per-host":
+                access = f"{LOCAL_US + host_rng.randint(0, jitter_us)}us"
+            links.append({"a": host, "b": f"e{i}", "rate": ACCESS, "delay": access, "layer2": {"kind": "atm"}})
             links.append({"a": "sw2", "b": f"r{j}", "rate": ACCESS, "delay": LOCAL_DELAY,
                           "layer2": {"kind": "atm"}})
-            flows.append({"src": f"s{j}", "dst": f"r{j}", "tcp": "tahoe", "mss": size - 40,
+            flows.append({"src": f"s{j}", "dst": f"r{j}", "stack": STACK, "tcp": "tahoe", "mss": size - 40,
                           "rwnd": f"{window(size)}B", "delayed_ack": True, "start": f"{rng.randrange(1000)}ms"})
             j += 1
     name = (f"atm-wan-{policy}-{buffer}c-{delay_ms}ms-{'+'.join(map(str, sizes))}B"
-            f"{'-skewed' if len(set(lines)) > 1 else ''}{'-absepd' if epd != 'headroom' else ''}")
+            f"{'-skewed' if len(set(lines)) > 1 else ''}{'-absepd' if epd != 'headroom' else ''}"
+            f"{'' if desync == 'per-packet' else '-' + desync.replace('none', 'locked')}")
     return {"name": name, "duration": f"{duration_s}s", "seed": seed, "atm": {"policy": policy},
             "node": nodes, "link": links, "flow": flows}
 
@@ -157,7 +188,7 @@ Key = tuple[str, int, int, tuple[int, ...], tuple[int, ...], str]  # policy, buf
 
 def summarize(key: Key, doc: dict[str, Any], duration_s: int) -> dict[str, Any]:
     """What the figures and tables need from one run: utilization, and per connection its
-    size, line, throughput and loss events."""
+    size, line, throughput, loss events, packets lost and segments retransmitted."""
     _, _, _, sizes, lines, _ = key
     plan = flow_plan(sizes, lines)
     data = {v["flow"]: v for v in doc["atm"]["vcs"] if v["dir"] == "data"}
@@ -165,6 +196,7 @@ def summarize(key: Key, doc: dict[str, Any], duration_s: int) -> dict[str, Any]:
     return {"util": sum(tput) / payload_bps(), "tput": tput,
             "events": [data[f["id"]]["loss_events"] if f["id"] in data else 0 for f in doc["flows"]],
             "lost": [data[f["id"]]["pdus_lost"] if f["id"] in data else 0 for f in doc["flows"]],
+            "retx": [f["retransmitted_segments"] for f in doc["flows"]],
             "size": [p[0] for p in plan], "line": [p[1] for p in plan],
             "timeouts": sum(f["timeouts"] for f in doc["flows"]),
             "fast_retransmits": sum(f["fast_recoveries"] for f in doc["flows"])}
@@ -211,9 +243,11 @@ def group_sum(runs: list[dict[str, Any]], field: str, value: int, by: str) -> tu
 
 # --- tables ---------------------------------------------------------------------------
 
-def paper_tables(plan: Plan, conds: Sequence[tuple[int, int]], seeds: Sequence[int], epd: str = "headroom"
-                 ) -> dict[str, list[dict[str, Any]]]:
-    """Rows of Tables 1-4 (ours beside the paper's) for the conditions ``conds``."""
+def paper_tables(plan: Plan, conds: Sequence[tuple[int, int]], seeds: Sequence[int], epd: str = "headroom",
+                 scale: float = 1.0) -> dict[str, list[dict[str, Any]]]:
+    """Rows of Tables 1-4 (ours beside the paper's) for the conditions ``conds``. Our loss
+    counts (Tables 2 and 4) are multiplied by ``scale``: the paper's 30 s over our run's
+    duration (1 but for ``--quick``)."""
     out: dict[str, list[dict[str, Any]]] = {"table1": [], "table2": [], "table3": [], "table4": []}
     for buf, d in conds:
         for pol_i, pol in enumerate(POLICIES):
@@ -226,17 +260,19 @@ def paper_tables(plan: Plan, conds: Sequence[tuple[int, int]], seeds: Sequence[i
                 out["table1"].append({"buffer": buf, "delay_ms": d, "row": size, "policy": pol, "ours_mbps": m / 1e6,
                                       "ci95": ci / 1e6, "paper": PAPER_T1[(buf, d)][size][pol_i]})
                 m, ci = group_sum(mixed, "events", size, "size")
-                out["table2"].append({"buffer": buf, "delay_ms": d, "row": size, "policy": pol, "ours": m,
-                                      "ci95": ci, "paper": PAPER_T2[(buf, d)][size][pol_i]})
+                out["table2"].append({"buffer": buf, "delay_ms": d, "row": size, "policy": pol, "ours": m * scale,
+                                      "ci95": ci * scale, "paper": PAPER_T2[(buf, d)][size][pol_i]})
             for k in (4, 12):
                 m, ci = group_mean(skew, "tput", k, "line")
                 out["table3"].append({"buffer": buf, "delay_ms": d, "row": k, "policy": pol, "ours_mbps": m / 1e6,
                                       "ci95": ci / 1e6, "paper": PAPER_T3[(buf, d)][k][pol_i]})
                 m, ci = group_mean(skew, "events", k, "line")
                 lost, lci = group_mean(skew, "lost", k, "line")
-                out["table4"].append({"buffer": buf, "delay_ms": d, "row": k, "policy": pol, "ours": m,
-                                      "ci95": ci, "paper": PAPER_T4[(buf, d)][k][pol_i], "ours_packets_lost": lost,
-                                      "packets_lost_ci95": lci})
+                retx, rci = group_mean(skew, "retx", k, "line")
+                out["table4"].append({"buffer": buf, "delay_ms": d, "row": k, "policy": pol, "ours": m * scale,
+                                      "ci95": ci * scale, "paper": PAPER_T4[(buf, d)][k][pol_i],
+                                      "ours_packets_lost": lost * scale, "packets_lost_ci95": lci * scale,
+                                      "ours_retransmitted": retx * scale, "retransmitted_ci95": rci * scale})
     return out
 
 
@@ -252,8 +288,9 @@ TITLES = {
 }
 
 
-def format_table(name: str, rows: list[dict[str, Any]]) -> str:
+def format_table(name: str, rows: list[dict[str, Any]], note: str = "") -> str:
     title, rowname, field, fmt = TITLES[name]
+    title += note
     keys = sorted({(r["buffer"], r["delay_ms"], r["row"]) for r in rows}, key=lambda x: (x[0], -x[1], x[2]))
     body = []
     for buf, d, row in keys:
@@ -286,106 +323,6 @@ def util_rows(plan: Plan, buffers: Sequence[int], seeds: Sequence[int], figs: Se
                              "ci95": ci, "min": min(r["util"] for r in runs), "max": max(r["util"] for r in runs),
                              "threshold_zero": degenerate})
     return rows
-
-
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def util_figures(out: Path, rows: list[dict[str, Any]], note: str) -> list[Path]:
-    plt = _plt()
-    paths = []
-    for fig_name, (_, _, _, pols, caption) in FIGS.items():
-        sel = [r for r in rows if r["fig"] == fig_name]
-        if not sel:
-            continue
-        fig, ax = plt.subplots(figsize=(6.6, 4.6))
-        series: list[tuple[str, str, Any]]  # label, field, value
-        if fig_name == "fig6":
-            series = [(f"EPD, {s} B", "size", s) for s in (552, 1500, 4352)]
-        else:
-            tag = ", skewed (lines of 4 and 12)" if fig_name == "fig7" else ""
-            series = [(NAMES[p] + tag, "policy", p) for p in pols]
-        for label, field, value in series:
-            pts = sorted((r for r in sel if r[field] == value and not r["threshold_zero"]), key=lambda r: r["buffer"])
-            if not pts:
-                continue
-            ax.errorbar([r["buffer"] for r in pts], [r["util"] * 100 for r in pts],
-                        yerr=[[(r["util"] - r["min"]) * 100 for r in pts], [(r["max"] - r["util"]) * 100 for r in pts]],
-                        fmt="o-", capsize=3, ms=4, label=label)
-        if fig_name == "fig7":
-            for p, color in (("ubr", "C0"), ("epd", "C1")):
-                pts = sorted((r for r in rows if r["fig"] == "fig3" and r["policy"] == p and not r["threshold_zero"]),
-                             key=lambda r: r["buffer"])
-                if pts:
-                    ax.plot([r["buffer"] for r in pts], [r["util"] * 100 for r in pts], "s--", color=color,
-                            mfc="none", ms=6, label=f"{NAMES[p]}, uniform (8 per line)")
-        if fig_name in ("fig5", "fig6"):
-            ax.axhline(100 * 512 / 576, color="gray", lw=0.8, ls=":")
-            ax.text(20000, 100 * 512 / 576 - 0.3, "552 B cap: 512/576 = 88.9 % ", fontsize=7, color="gray",
-                    ha="right", va="top")
-        foot = note
-        if any(r["threshold_zero"] for r in sel):
-            foot += "\nnot drawn: buffers too small for 40 packets (EPD threshold 0)"
-        if fig_name == "fig6":
-            ax.axhline(85, color="gray", lw=0.8, ls="--")
-            ax.plot([8000, 12000], [85, 85], "kx", ms=9, mew=2,
-                    label="paper: 85 % reached near 8000 (552 B), 12000 cells (4352 B)")
-        num = fig_name[3:]
-        ax.set_title(f"Relay-line utilization, {caption} (cf. paper fig. {num})", fontsize=10)
-        ax.set_xlabel("relay switch buffer (cells)")
-        ax.set_ylabel("utilization (% of ATM payload rate)")
-        ax.grid(alpha=0.3)
-        if fig_name == "fig6":  # the 552 B curve runs along the bottom: legend outside
-            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-            fig.set_size_inches(9.0, 4.6)
-        else:
-            ax.legend(fontsize=8, loc="lower right")
-        fig.text(0.01, 0.005, foot, fontsize=6.5, color="gray")
-        fig.tight_layout(rect=(0, 0.03 * (1 + foot.count("\n")), 1, 1))
-        tag = {"fig3": "1500B_80ms", "fig4": "1500B_10ms", "fig5": "552B_80ms", "fig6": "epd_sizes_80ms",
-               "fig7": "uniform_vs_skewed"}[fig_name]
-        paths.append(save_figure(fig, out / f"{fig_name}_util_{tag}.png", dpi=110))
-        plt.close(fig)
-    return paths
-
-
-def table_figure(out: Path, tables: dict[str, list[dict[str, Any]]], note: str) -> Path:
-    """Tables 1-4 as scatter plots of ours against the paper's, one marker per cell."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))
-    marks = {"ubr": "o", "epd": "s", "scd": "^", "scd-epd": "D"}
-    for ax, (tp, ev) in zip(axes, (("table1", "table3"), ("table2", "table4"))):
-        for name, color in ((tp, "C0"), (ev, "C1")):
-            for pol in POLICIES:
-                rs = [r for r in tables[name] if r["policy"] == pol]
-                if not rs:
-                    continue
-                key = "ours_mbps" if "ours_mbps" in rs[0] else "ours"
-                ax.plot([r["paper"] for r in rs], [r[key] for r in rs], marks[pol], color=color, mfc="none",
-                        label=f"{name.replace('table', 'Table ')}, {NAMES[pol]}")
-        lo, hi = ax.get_xlim()
-        lo2, hi2 = ax.get_ylim()
-        m = (min(lo, lo2), max(hi, hi2))
-        ax.plot(m, m, "k:", lw=0.8)
-        ax.set_xlabel("paper")
-        ax.set_ylabel("ours")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6.5, ncol=2)
-    axes[0].set_title("per-connection throughput (Mbit/s): Tables 1 and 3", fontsize=10)
-    axes[1].set_title("loss events: Table 2 (sum of 40), Table 4 (per connection)", fontsize=10)
-    axes[1].set_xscale("log")
-    axes[1].set_yscale("log")
-    fig.text(0.01, 0.005, note, fontsize=6.5, color="gray")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = save_figure(fig, out / "tables_ours_vs_paper.png", dpi=110)
-    plt.close(fig)
-    return path
 
 
 # --- the paper's findings -------------------------------------------------------------
@@ -479,6 +416,25 @@ def checks(util: list[dict[str, Any]], tables: dict[str, list[dict[str, Any]]], 
                    + " ".join(f"{NAMES[p]} {ours[p]:.2f}" for p in POLICIES) + "; paper "
                    + " ".join(f"{NAMES[p]} {paper[p]:.2f}" for p in POLICIES)
                    + f"; under tagging losses follow the line's load (ratio near 1) -> {verdict(ok)}")
+    # Table 4 counted both ways (and as retransmissions): which count do the paper's numbers match?
+    if rs:
+        def ratio_to(field: str) -> tuple[float, float, float]:
+            """paper / ours over Table 4's cells: geometric mean, lowest, highest."""
+            q = [float(r["paper"]) / float(r[field]) for r in rs if r[field] > 0]
+            return float(np.exp(np.mean(np.log(q)))), min(q), max(q)
+
+        ev, lost, retx = ratio_to("ours"), ratio_to("ours_packets_lost"), ratio_to("ours_retransmitted")
+        # the paper's own Table 2 at the same conditions, per connection (both sizes)
+        own = float(np.mean([sum(PAPER_T2[(r["buffer"], r["delay_ms"])][z][POLICIES.index(r["policy"])]
+                                 for z in (552, 1500)) / 80 for r in rs]))
+        t4 = float(np.mean([r["paper"] for r in rs]))
+        counts = {"loss events": ev, "packets lost": lost, "segments retransmitted": retx}
+        nearer = min(counts, key=lambda c: abs(np.log(counts[c][0])))
+        out.append(f"Table 4 counted three ways, paper / ours (geometric mean, lowest-highest over {len(rs)} cells): "
+                   + ", ".join(f"{c} {q[0]:.2f} ({q[1]:.2f}-{q[2]:.2f})" for c, q in counts.items())
+                   + f"; the paper's Table 4 averages {t4:.1f} per connection where "
+                   f"its Table 2 (loss events, the other network) gives {own:.1f} at the same buffers, delays and "
+                   f"policies -> the paper's Table 4 is nearer our {nearer}")
     # Table 2: UBR/EPD lose about as often for 552 B as for 1500 B; tagging hits 1500 B more
     rs = tables["table2"]
     if rs:
@@ -507,6 +463,15 @@ FULL: Setup = (DURATION_S, [1, 2, 3], [1, 2], list(range(2000, 20001, 2000)), li
 QUICK: Setup = (10, [1], [1], [12000], [(8000, 80)], ["fig3"])
 
 
+def outputs(quick: bool = False) -> list[str]:
+    """The files :func:`main` writes into its output directory (besides the run store)."""
+    from .atm_figures import FILES, TABLES_FILE
+
+    figs = (QUICK if quick else FULL)[5]
+    return sorted(["utilization.csv", *(f"table{k}.csv" for k in range(1, 5)), "tables.json", "report.md",
+                   *(FILES[f] for f in figs), TABLES_FILE])
+
+
 def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int | None = None,
          executor: str = "local", quiet: bool = False) -> int:
     out = Path(out)
@@ -517,7 +482,8 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int |
     print(f"Paper: {CITATIONS['atm']}")
     print(f"TCP over wide-area ATM (seed 002): 80 Tahoe connections, {duration} s, relay line {RELAY} of cells "
           f"(payload {payload_bps() / 1e6:.2f} Mbit/s), access/input lines {ACCESS}; tables {len(seeds_t)} seed(s), "
-          f"curves {len(seeds_u)} seed(s){' (quick)' if quick else ''}")
+          f"curves {len(seeds_u)} seed(s){' (quick)' if quick else ''}; each source's packets delayed 0-{JITTER} "
+          f"at random (redrawn every {JITTER_TICK}) against phase lock")
     plan = Plan(Runner(out, jobs, executor, quiet, "atm"), duration)
     for fig in figs:
         sizes, d, lines, pols, _ = FIGS[fig]
@@ -533,8 +499,11 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int |
                 plan.add((pol, buf, d, (1500,), SKEWED, "absolute"), seeds_t)
     plan.run()
     util = util_rows(plan, buffers, seeds_u, figs)
-    tables = paper_tables(plan, conds, seeds_t)
-    texts = [format_table(name, rows) for name, rows in tables.items()]
+    # the paper counts losses over 30 s: a shorter run's counts are scaled to it, and say so
+    scale = DURATION_S / duration
+    scaled = "" if scale == 1 else f"; ours counted over {duration} s and scaled x{scale:g} to the paper's {DURATION_S} s"
+    tables = paper_tables(plan, conds, seeds_t, scale=scale)
+    texts = [format_table(name, rows, scaled if name in ("table2", "table4") else "") for name, rows in tables.items()]
     if not quick:
         absolute = paper_tables(plan, conds, seeds_t, "absolute")
         for name in ("table1", "table3"):
@@ -554,7 +523,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int |
             c = [next(r for r in tables["table4"] if (r["buffer"], r["delay_ms"], r["row"], r["policy"]) ==
                       (buf, d, k, p)) for p in POLICIES]
             lost_rows.append([f"{buf} cells, {d} ms", k, *(f"{x['paper']:.1f} | {x['ours_packets_lost']:.1f}" for x in c)])
-    texts.insert(4, "Table 4 with packets lost per connection instead of loss events (paper | ours)\n"
+    texts.insert(4, f"Table 4 with packets lost per connection instead of loss events{scaled} (paper | ours)\n"
                  + table(["buffer, delay", "conns/line", *(NAMES[p] for p in POLICIES)], lost_rows, "lrrrrr"))
     curves = sorted({(r["fig"], r["policy"], r["size"], r["delay_ms"], r["lines"]) for r in util})
     at = {(r["fig"], r["policy"], r["size"], r["buffer"]): r["util"] for r in util}
@@ -577,9 +546,13 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int |
     for name, trows in tables.items():
         atomic_write_text(out / f"{name}.csv", csv_text(trows))
     atomic_write_text(out / "tables.json", json.dumps({"utilization": util, **tables}, indent=1) + "\n")
-    note = f"cell-level ATM, relay {RELAY}, access {ACCESS}; Tahoe, delayed ACK; {duration} s; "
+    from .atm_figures import table_figure, util_figures
+
+    note = (f"cell-level ATM, relay {RELAY}, access {ACCESS}; Tahoe, delayed ACK; sources jittered 0-{JITTER} per "
+            f"packet; {duration} s; ")
     paths = util_figures(out, util, note + f"mean of {len(seeds_u)} seed(s), bars: lowest to highest")
-    paths.append(table_figure(out, tables, note + f"mean of {len(seeds_t)} seed(s)"))
+    paths.append(table_figure(out, tables, note + f"mean of {len(seeds_t)} seed(s), bars: 95 % CI"
+                              + (f"; losses scaled x{scale:g} to 30 s" if scale != 1 else "")))
     atomic_write_text(out / "report.md", "# TCP over wide-area ATM (seed 002)\n\n"
                       + f"Paper: {CITATIONS['atm']}.\n\n"
                       + "".join(f"```\n{t}\n```\n\n" for t in texts)

@@ -24,7 +24,7 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..plots import time_sequence
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 BERS = (0.0, 1e-9, 1e-8, 1e-7)
 PAPER_WITHOUT = (0.18, 0.17, 0.18, 0.18)
@@ -44,9 +44,15 @@ def scenario(gateway: bool, ber: float, duration: str = "130s", size: str | None
                   **({"gateway": {"mode": "split", "tcp": "newreno"}} if gateway and split else
                      {"gateway": {"shared": False}} if gateway else {})}],
         "link": [{"a": "server", "b": "gw", "rate": "100Mbps", "delay": "2ms", "queue": {"limit": "1000pkt"}}, sat],
-        "flow": [{"src": "server", "dst": "client", "tcp": "newreno", "mss": 1460, "rwnd": "8760B",
+        "flow": [{"src": "server", "dst": "client", "stack": STACK, "tcp": "newreno", "mss": 1460, "rwnd": "8760B",
                   "app": {"kind": "bulk", **({"bytes": size} if size else {})}}],
     }
+
+
+def outputs(quick: bool = False) -> list[str]:
+    """The files :func:`main` writes into its output directory (besides the run store)."""
+    return sorted(["report.md", "table.json", "table.csv", "table1_throughput_vs_ber.png", "tsg_with_gateway.png",
+                   "tsg_without_gateway.png"])
 
 
 def main(quick: bool = False, out: str | Path = "out/reproduce/gateway", jobs: int | None = None,

@@ -29,13 +29,15 @@ from .. import api
 from .._io import atomic_write_text, save_figure
 from ..models import data_sent, hybla_model, reno_no_timeout
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 PACKET = 1000
 WIRE = PACKET + 40
 WM = 550
 DURATION = "500s"
 RTTS = (0.100, 0.250, 0.550)
+#: the paper's accuracy claim (its §4 and conclusions) as a bound on |model / simulation - 1| for p <= 0.01
+PAPER_BOUND = {0.100: 0.05, 0.250: 0.05, 0.550: 0.13}
 PAPER_CLAIMS = {
     0.100: "model within 5 % of simulation for p <= 0.01",
     0.250: "model within 5 % of simulation for p <= 0.01",
@@ -53,7 +55,7 @@ def scenario(rtt: float, p: float, tcp: str, sack: bool = False) -> dict[str, An
             "queue": {"limit": "1000pkt"}, "loss": {"kind": "bernoulli", "p": p},
         }],
         "flow": [{
-            "src": "sender", "dst": "receiver", "tcp": tcp, "mss": PACKET, "rwnd": f"{WM * PACKET}B",
+            "src": "sender", "dst": "receiver", "stack": STACK, "tcp": tcp, "mss": PACKET, "rwnd": f"{WM * PACKET}B",
             "delayed_ack": False, "partial_ack_timer": "every", "sack": sack,
         }],
     }
@@ -120,7 +122,7 @@ def verdict(rows: list[dict[str, Any]]) -> str:
         if not sel:
             continue
         worst = max(sel, key=lambda r: abs(r["hybla_err"]))
-        bound = 0.05 if rtt < 0.5 else 0.13
+        bound = PAPER_BOUND[rtt]
         ok = abs(worst["hybla_err"]) <= bound
         lines.append(f"RTT {rtt * 1e3:.0f} ms, p <= 0.01: paper: {PAPER_CLAIMS[rtt]}; ours: worst model error "
                      f"{worst['hybla_err'] * 100:+.1f}% at p = {worst['p']:.2g} -> "
@@ -144,25 +146,57 @@ def figures(rows: list[dict[str, Any]], out: Path, sack_rows: list[dict[str, Any
     for k, rtt in enumerate(RTTS):
         sel = [r for r in rows if r["rtt_s"] == rtt]
         p = [r["p"] for r in sel]
-        fig, ax = plt.subplots(figsize=(6.4, 4.6))
-        ax.errorbar(p, [r["hybla_sim_pps"] for r in sel], yerr=[r["hybla_sim_ci95"] for r in sel], fmt="o",
+        bound = PAPER_BOUND[rtt]
+        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7.2, 7.6), sharex=True, gridspec_kw={"height_ratios": [3, 1.6]})
+        pp = np.logspace(math.log10(min(p)), math.log10(max(p)), 80)
+        model = np.array([hybla_model(rtt, x, WM).throughput_pps for x in pp])
+        # the paper's accuracy claim: simulation within ±bound of the model for p <= 0.01
+        band = pp <= 0.01 * (1 + 1e-9)
+        ax.fill_between(pp[band], model[band] / (1 + bound), model[band] / (1 - bound), color="C2", alpha=0.18, lw=0,
+                        label=f"paper: simulation within {bound * 100:.0f} % of the model (p ≤ 0.01)")
+        ax.plot(pp, model, "-", color="C2", label="Hybla, model (eqs. 3-20)")
+        ax.errorbar(p, [r["hybla_sim_pps"] for r in sel], yerr=[r["hybla_sim_ci95"] for r in sel], fmt="o", color="C0",
                     capsize=3, label="Hybla, simulation, NewReno recovery (mean, 95% CI)")
         if sack_rows:
             ss = [r for r in sack_rows if r["rtt_s"] == rtt]
             ax.errorbar([r["p"] for r in ss], [r["hybla_sim_pps"] for r in ss], yerr=[r["hybla_sim_ci95"] for r in ss],
-                        fmt="D", mfc="none", capsize=3, label="Hybla, simulation, SACK")
-        pp = np.logspace(math.log10(min(p)), math.log10(max(p)), 80)
-        ax.plot(pp, [hybla_model(rtt, x, WM).throughput_pps for x in pp], "-", label="Hybla, model (eqs. 3-20)")
+                        fmt="D", color="C1", mfc="none", capsize=3, label="Hybla, simulation, SACK")
         ax.errorbar(p, [r["newreno_sim_pps"] for r in sel], yerr=[r["newreno_sim_ci95"] for r in sel], fmt="s",
-                    capsize=3, label="NewReno, simulation")
-        ax.plot(pp, [reno_no_timeout(rtt, x, b=1, wmax=WM) for x in pp], "--", label="Reno, model (A-1..A-15, b=1)")
+                    color="C3", capsize=3, label="NewReno, simulation")
+        ax.plot(pp, [reno_no_timeout(rtt, x, b=1, wmax=WM) for x in pp], "--", color="C4",
+                label="Reno, model (A-1..A-15, b=1)")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("packet loss rate p")
         ax.set_ylabel("throughput (packets/s)")
         ax.set_title(f"RTT = {rtt * 1e3:.0f} ms (cf. paper fig. {4 + k})")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7.5)
+        # the model's error against each simulated point, where the paper states its bound
+        ax2.axhspan(-bound * 100, bound * 100, color="C2", alpha=0.18, lw=0, label=f"paper: ±{bound * 100:.0f} %")
+        ax2.axhline(0, color="C2", lw=1)
+        lim = 60.0
+        clipped = False
+        for rs_, mk, mfc, label in ((sel, "o", "C0", "vs NewReno recovery"), (ss if sack_rows else [], "D", "none",
+                                                                             "vs SACK")):
+            color = "C0" if mk == "o" else "C1"
+            err = np.array([r["hybla_err"] * 100 for r in rs_])
+            inside = np.abs(err) <= lim
+            ax2.plot(np.array([r["p"] for r in rs_])[inside], err[inside], mk, color=color, mfc=mfc, label=label)
+            pv = np.array([r["p"] for r in rs_])
+            for sign, arrow in ((1, "^"), (-1, "v")):  # beyond the axis: drawn at its edge, pointing out
+                beyond = sign * err > lim
+                if beyond.any():
+                    clipped = True
+                    ax2.plot(pv[beyond], np.full(beyond.sum(), sign * (lim - 3)), arrow, color=color, mfc=mfc, ms=8)
+        if clipped:
+            ax2.text(0.99, 0.03, f"▲ ▼: beyond ±{lim:.0f} %, drawn at the edge (values in the report)",
+                     transform=ax2.transAxes, ha="right", va="bottom", fontsize=7, color="0.3")
+        ax2.axvline(0.01, color="0.4", ls=":", lw=1)
+        ax2.set_ylim(-lim, lim)
+        ax2.set_xlabel("packet loss rate p")
+        ax2.set_ylabel("Hybla model error\n(model / sim − 1, %)")
+        ax2.grid(alpha=0.3, which="both")
+        ax2.legend(fontsize=7.5, loc="lower left")
         fig.tight_layout()
         paths.append(save_figure(fig, out / f"fig{4 + k}_rtt{int(rtt * 1e3)}ms.png", dpi=110))
         plt.close(fig)
@@ -189,7 +223,7 @@ def figure1(out: Path, rtt: float = 0.55, gamma: int = 32, horizon: float = 6.0)
         sc = {
             "name": f"fig1-{tcp}", "duration": f"{horizon + 2 * rtt}s",
             "link": [{"a": "s", "b": "r", "rate": "1Gbps", "delay": f"{rtt / 2}s", "queue": {"limit": "100000pkt"}}],
-            "flow": [{"src": "s", "dst": "r", "tcp": tcp, "mss": PACKET, "rwnd": "1GB", "delayed_ack": False,
+            "flow": [{"src": "s", "dst": "r", "stack": STACK, "tcp": tcp, "mss": PACKET, "rwnd": "1GB", "delayed_ack": False,
                       "ssthresh": ssthresh, "iw": 1}],
         }
         res = api.run(sc, timeseries=True)
@@ -217,6 +251,12 @@ def figure1(out: Path, rtt: float = 0.55, gamma: int = 32, horizon: float = 6.0)
 
 VARIANTS = (("newreno-recovery", False, "NewReno loss recovery (no SACK)"),
             ("sack", True, "SACK loss recovery (RFC 6675)"))
+
+
+def outputs(quick: bool = False) -> list[str]:
+    """The files :func:`main` writes into its output directory (besides the run store)."""
+    return sorted(["report.md", "fig1_data_sent.png", *(f"table-{key}.{ext}" for key, *_ in VARIANTS for ext in ("json", "csv")),
+                   *(f"fig{4 + k}_rtt{int(rtt * 1e3)}ms.png" for k, rtt in enumerate(RTTS))])
 
 
 def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int | None = None,
@@ -297,15 +337,16 @@ CONTROLLED: dict[str, dict[str, Any]] = {
 
 
 def controlled(rtt: float, p: float, variant: str, seeds: Iterable[int] = range(1, 6)) -> dict[str, float]:
-    """Hybla's mean goodput (packets/s) and the model's error for one variant of
-    CONTROLLED at one point (the table of docs/notes/hybla-validation.md)."""
+    """Hybla's mean goodput (packets/s, with its 95 % CI over the seeds) and the model's
+    error for one variant of CONTROLLED at one point (the tables of
+    docs/notes/hybla-validation.md)."""
     sc = scenario(rtt, p, "hybla", sack=True)
     sc["flow"][0].update(CONTROLLED[variant])
     if sc["flow"][0].get("stack") == "linux":
         del sc["flow"][0]["partial_ack_timer"]
     runs = [api.run(sc, seed=s).data["flows"][0] for s in seeds]
-    pps = float(np.mean([f["goodput_bps"] / 8 / PACKET for f in runs]))
+    pps, ci = mean_ci95([f["goodput_bps"] / 8 / PACKET for f in runs])
     model = hybla_model(rtt, p, WM).throughput_pps
-    return {"sim_pps": pps, "model_pps": model, "model_err": model / pps - 1,
+    return {"sim_pps": pps, "sim_ci95": ci, "model_pps": model, "model_err": model / pps - 1,
             "rtos": float(np.mean([f["timeouts"] for f in runs])),
             "retransmissions": float(np.mean([f["retransmitted_segments"] for f in runs]))}

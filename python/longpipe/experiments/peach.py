@@ -33,7 +33,7 @@ import numpy as np
 
 from .._io import atomic_write_text, save_figure
 from ..report import table
-from .common import CITATIONS, Runner, csv_text, mean_ci95
+from .common import CITATIONS, STACK, Runner, csv_text, mean_ci95
 
 RATE = "10Mbps"
 DELAY = "275ms"
@@ -67,7 +67,7 @@ def scenario(tcp: str, sack: bool, p: float, duration: str = "120s", probe_ack: 
                             "queue": {"limit": "1000pkt", "kind": queue}}
     if p > 0:
         link["loss"] = {"kind": "bernoulli", "p": p}
-    flow: dict[str, Any] = {"src": "sender", "dst": "receiver", "tcp": tcp, "sack": sack, "rwnd": RWND}
+    flow: dict[str, Any] = {"src": "sender", "dst": "receiver", "stack": STACK, "tcp": tcp, "sack": sack, "rwnd": RWND}
     if probe_ack:
         flow["peach"] = {"probe_ack": probe_ack}
     return {"name": f"peach-fig5-{tcp}{'-sack' if sack else ''}-p{p:g}", "duration": duration,
@@ -83,10 +83,10 @@ def _jitter_ms(seed: int, i: int) -> int:
 def congestion_scenario(newcomer: str | None, queue: str, seed: int = 1) -> dict[str, Any]:
     """No link errors, so the seed varies the flows' start times: the 8 NewReno flows
     within the first second, the newcomer within a second of 20 s."""
-    flows: list[dict[str, Any]] = [{"src": "sender", "dst": "receiver", "tcp": "newreno", "rwnd": RWND,
+    flows: list[dict[str, Any]] = [{"src": "sender", "dst": "receiver", "stack": STACK, "tcp": "newreno", "rwnd": RWND,
                                     "start": f"{_jitter_ms(seed, i)}ms"} for i in range(CROSS)]
     if newcomer:
-        flows.append({"src": "sender", "dst": "receiver", "tcp": newcomer, "sack": newcomer in ("peach+", "cherry"),
+        flows.append({"src": "sender", "dst": "receiver", "stack": STACK, "tcp": newcomer, "sack": newcomer in ("peach+", "cherry"),
                       "rwnd": RWND, "start": f"{20_000 + _jitter_ms(seed, CROSS)}ms"})
     return {"name": f"peach-congestion-{newcomer or 'none'}-{queue}", "duration": "140s", "warmup": "40s",
             "link": [{"a": "sender", "b": "receiver", "rate": RATE, "delay": DELAY,
@@ -252,30 +252,57 @@ def probe_table(probe: list[dict[str, Any]]) -> str:
     return table(["tcp", "probe_ack", "error %", "Mbit/s", "fast recoveries", "probe ACKs"], body, "llrrrr")
 
 
+#: PFTK's NewReno line in fig. 5: delayed ACKs (b = 2), the first timeout at RFC 6298's
+#: 1 s floor (the 550 ms path's RTO), the 1 MB receiver window in segments
+PFTK_B, PFTK_T0, MSS = 2, 1.0, 1460
+RTT_S = 0.55
+
+
+def pftk_mbps(p: float) -> float:
+    """NewReno's throughput by the full PFTK model (Padhye et al. 2000) at per-segment loss
+    rate ``p``, capped at the line's goodput (10 Mbit/s x MSS/MTU)."""
+    from ..models import pftk_full
+
+    wmax = 1_000_000 // MSS
+    return min(pftk_full(RTT_S, p, b=PFTK_B, t0=PFTK_T0, wmax=wmax) * MSS * 8 / 1e6, 10 * MSS / (MSS + 40))
+
+
 def figure5(out: Path, rows: list[dict[str, Any]]) -> Path:
-    """Throughput against the link error rate, mean and 95 % CI (cf. the paper's fig. 5)."""
+    """Throughput against the link error rate, mean and 95 % CI (cf. the paper's fig. 5),
+    on a log scale (NewReno's 0.04-0.3 Mbit/s would sit on the axis of a linear one), with
+    the PFTK model's NewReno line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
 
     style = {"newreno": ("s-", "C3"), "peach": ("^-", "C1"), "peach+": ("o-", "C0"), "cherry": ("D--", "C2"),
              "newreno-sack": ("v:", "0.45")}
-    fig, ax = plt.subplots(figsize=(7.0, 4.8))
+    fig, ax = plt.subplots(figsize=(7.6, 5.4))
     for k, _tcp, _sack, label in VARIANTS:
         sel = [r for r in rows if r["variant"] == k]
         fmt, color = style[k]
+        # a CI reaching below zero cannot be drawn on a log axis: clip its lower arm at 1 % of the mean
+        lower = [min(r["ci95"], 0.99 * r["throughput_mbps"]) for r in sel]
         ax.errorbar([r["p"] * 100 for r in sel], [r["throughput_mbps"] for r in sel],
-                    yerr=[r["ci95"] for r in sel], fmt=fmt, color=color, capsize=3, ms=5,
+                    yerr=[lower, [r["ci95"] for r in sel]], fmt=fmt, color=color, capsize=3, ms=5,
                     mfc="none" if k in ("cherry", "newreno-sack") else color, label=label)
+    ps = np.linspace(0.004, max(r["p"] for r in rows), 200)
+    ax.plot(ps * 100, [pftk_mbps(float(p)) for p in ps], "-", color="k", lw=1.2,
+            label=f"NewReno, PFTK model (b = {PFTK_B}, T0 = {PFTK_T0:g} s, RTT {RTT_S * 1e3:.0f} ms)")
+    ax.set_yscale("log")
+    ax.set_ylim(0.02, 15)
+    ax.yaxis.set_major_locator(FixedLocator([0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10]))
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("per-segment link error rate (%)")
-    ax.set_ylabel("throughput (Mbit/s)")
-    ax.set_ylim(0, 10.5)
+    ax.set_ylabel("throughput (Mbit/s, log scale)")
     ax.set_xlim(-0.3, max(r["p"] for r in rows) * 100 + 0.3)
     n = rows[0]["seeds"]
     ax.set_title(f"RTT 550 ms, 10 Mbit/s (cf. seed 004 fig. 5): mean and 95% CI of {n} seeds", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.tight_layout()
     path = save_figure(fig, out / "fig5_throughput_vs_error.png", dpi=110)
     plt.close(fig)
@@ -312,6 +339,12 @@ def congestion_figure(out: Path, cong: list[dict[str, Any]]) -> Path:
     path = save_figure(fig, out / "congestion.png", dpi=110)
     plt.close(fig)
     return path
+
+
+def outputs(quick: bool = False) -> list[str]:
+    """The files :func:`main` writes into its output directory (besides the run store)."""
+    return sorted(["report.md", "table.json", "table.csv", "congestion.json", "congestion.csv", "probe_ack.json",
+                   "fig5_throughput_vs_error.png", "congestion.png"])
 
 
 def main(quick: bool = False, out: str | Path = "out/reproduce/peach", jobs: int | None = None,
