@@ -403,7 +403,12 @@ def test_a_killed_parent_leaves_a_loop_that_drains_resets_and_frees_the_port_for
     if r["end"] == "eof":
         intact(r, 3_000_000)
     srv = c0.server(cid, 30)
-    assert srv["end"] == r["end"], "both ends alike"
+    if r["end"] == "eof" and srv["end"] == "reset":
+        # the client had all the data and the FIN, but its own FIN reached the gateway after
+        # the drain: the loop resets what it still holds then, never before
+        assert srv["t_end"] - t_kill >= 2.0 - 0.2, (r, srv)
+    else:
+        assert srv["end"] == r["end"], "both ends alike"
     print(f"\nparent killed: metrics port free within {t_port:.2f} s; the transfer: {r['end']} at the client "
           f"{r['end_s'] - t_kill:.2f} s and the server {srv['t_end'] - t_kill:.2f} s after the kill")
     # a second instance while the first's loop may still drain: waits for it, undoes
