@@ -404,9 +404,12 @@ def test_a_killed_parent_leaves_a_loop_that_drains_resets_and_frees_the_port_for
         intact(r, 3_000_000)
     srv = c0.server(cid, 30)
     if r["end"] == "eof" and srv["end"] == "reset":
-        # the client had all the data and the FIN, but its own FIN reached the gateway after
-        # the drain: the loop resets what it still holds then, never before
-        assert srv["t_end"] - t_kill >= 2.0 - 0.2, (r, srv)
+        # the client had all the data and the FIN, but the drain ended (nothing left to
+        # deliver, or 2 s) before the connection closed: a connection whose window scale
+        # the gateway substituted cannot go on end to end and is reset (docs/notes/
+        # gateway-daemon.md, Stopping); the server lost nothing, only its close was cut
+        # (seen under load)
+        assert srv["acked"] == 3_000_000 and srv["t_end"] - t_kill <= 2.0 + 5, (r, srv)
     else:
         assert srv["end"] == r["end"], "both ends alike"
     print(f"\nparent killed: metrics port free within {t_port:.2f} s; the transfer: {r['end']} at the client "

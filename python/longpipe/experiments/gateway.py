@@ -64,7 +64,8 @@ def outputs(quick: bool = False) -> list[str]:
                    "tsg_without_gateway.png", "client_speed.csv"])
 
 
-def client_speed(res: dict[tuple[str | None, float, int], dict[str, Any]], seeds: list[int]) -> tuple[list[dict[str, Any]], str, str]:
+def client_speed(res: dict[tuple[str | None, float, int], dict[str, Any]],
+                 seeds: list[int]) -> tuple[list[dict[str, Any]], str, str]:
     """The finite-client-speed study (issue 30 item 9): the paper reports client buffer
     overflows even at BER 0 and 2.06 Mbit/s at 1e-7 where we get about 3.5. Could a client
     that reads slower than the line explain both? Rows per read rate: the gateway's
