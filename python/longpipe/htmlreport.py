@@ -249,9 +249,17 @@ def sweep_body(d: Path) -> tuple[str, str]:
         with tempfile.TemporaryDirectory() as tmp:
             p = sw.plot(a.key, "goodput", hue, Path(tmp) / "f.png")
             figs.append(_img(p.read_bytes(), f"goodput vs {a.key}" + (f" by {hue}" if hue else "")))
-    figs += _pngs(d)
+    # a figure drawn before the newest stored run (by `longpipe plot` on a smaller sweep)
+    # would show other data beside the tables: left out, and named
+    newest = max((p.stat().st_mtime_ns for p in (d / "runs").glob("*.parquet")), default=0)
+    pngs = sorted(d.glob("*.png"))
+    stale = [p.name for p in pngs if p.stat().st_mtime_ns < newest]
+    figs += [_img(_read(p), p.name) for p in pngs if p.name not in stale]
     if figs:
         parts.append("<h2>Figures</h2>" + "".join(figs))
+    if stale:
+        parts.append(f"<p class=\"meta\">Not shown, older than the newest stored run (drawn from fewer runs): "
+                     f"{_e(', '.join(stale))}; draw them again with longpipe plot {_e(str(d))}.</p>")
     parts.append("<h2>Scenario</h2><pre>" + _e(json.dumps(sw.manifest.get("scenario"), indent=2)) + "</pre>")
     return f"longpipe sweep: {sw.name}", "\n".join(parts)
 

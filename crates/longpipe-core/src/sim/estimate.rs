@@ -37,8 +37,8 @@
 //!
 //! On the examples the event estimate is 1 to 60 times the events actually run.
 
-use crate::error::ScenarioError;
 use crate::app::{AppConfig, KindConfig};
+use crate::error::ScenarioError;
 use crate::l2::atm::aal5::cells_for;
 use crate::l2::Layer2Config;
 use crate::net::routing::Routes;
@@ -401,11 +401,12 @@ mod tests {
         assert!(e.timeouts < 1000.0 * 80.0, "{e:?}");
     }
 
-    /// A flow over a path of the largest delay (584 years) for `duration`.
+    /// A flow over a path of the largest delay (584 years) for `duration` (the classic
+    /// stack: its 60 s maximum RTO).
     fn far(duration: &str) -> String {
         format!(
             r#"{{"duration":"{duration}","link":[{{"a":"s","b":"c","rate":"10Mbps",
-            "delay":"18446744073709551615ns"}}],"flow":[{{"src":"s","dst":"c"}}]}}"#
+            "delay":"18446744073709551615ns"}}],"flow":[{{"src":"s","dst":"c","stack":"classic"}}]}}"#
         )
     }
 
@@ -457,14 +458,14 @@ mod tests {
         // a 64 KiB window over 24 ms reaches ~21.8 Mbit/s: above 10, no limit; over
         // 240 ms it reaches 2.2 Mbit/s
         let far = r#""rate":"10Mbps","delay":"119ms""#;
-        let small = r#"{"src":"s","dst":"c"}"#;
+        let small = r#"{"src":"s","dst":"c","stack":"classic"}"#;
         let r = est(far, small, "10s") / base;
         assert!((r - 65_536.0 * 8.0 / 0.24 / 10e6).abs() < 0.01, "{r}");
         // two flows share the bottleneck: the total stays that of one
         let two = format!("{one},{one}");
         assert!((est(link, &two, "10s") / base - 1.0).abs() < 0.01);
         // a sized transfer costs what it sends
-        let sized = r#"{"src":"s","dst":"c","app":{"bytes":"146KB"}}"#;
+        let sized = r#"{"src":"s","dst":"c","stack":"classic","app":{"bytes":"146KB"}}"#;
         assert!((est(link, sized, "10s") - 110.0 * 12.0).abs() < 1.0);
         // an arrivals flow adds 8 packets a connection: a million a second for 100 s is
         // above the default limit
