@@ -236,7 +236,13 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 }
             }
             F {
-                demand: bottleneck.min(window),
+                // a flow without a route sends nothing (the simulator refuses it, naming
+                // the flow, when it builds the routes: sim/mod.rs)
+                demand: if fwd.is_empty() {
+                    0.0
+                } else {
+                    bottleneck.min(window)
+                },
                 pkt_bits: (mss + 40.0) * 8.0,
                 cell_events,
                 cap_pkts: f.app_bytes.map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
@@ -429,6 +435,25 @@ mod tests {
         );
         let e = check(&ok, 1e12).unwrap();
         assert!(e.packets_held < 100_000.0, "{e:?}");
+    }
+
+    /// A flow without a route is refused by the simulator naming it ("no route"); the
+    /// estimate must not refuse the run first as work without bound (its window over the
+    /// floor RTT: 6 MiB / 1 µs on the Linux stack).
+    #[test]
+    fn a_flow_without_a_route_costs_nothing() {
+        let sc = valid(
+            r#"{"duration":"5s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"50ms"},
+            {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"}],
+            "flow":[{"src":"s","dst":"c"},{"src":"s","dst":"y"}]}"#,
+        );
+        let e = check(&sc, 1e9).unwrap();
+        let one = estimate(&valid(
+            r#"{"duration":"5s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"50ms"},
+            {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"}],
+            "flow":[{"src":"s","dst":"c"}]}"#,
+        ));
+        assert!(e.events < 2.0 * one.events, "{e:?} vs {one:?}");
     }
 
     #[test]
