@@ -111,6 +111,9 @@ def test_sweep_summary_shows_the_profile(tmp_path):
     assert "warning: these rows run on different TCP profiles" in r.stdout
     r = cli("summary", out, check=True)
     assert "warning: these rows run on different TCP profiles" in r.stdout
+    cli("report", out, check=True)
+    html = (out / "report.html").read_text()
+    assert "<th>stack</th>" in html and "warning: these rows run on different TCP profiles" in html
 
 
 def test_compare_vary_tables(tmp_path):

@@ -228,15 +228,24 @@ def workload_tables(d: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_body(d: Path) -> tuple[str, str]:
+    from .profiles import columns, warning
     from .sweeps.api import describe, load
     from .sweeps.plot import _numeric
-    from .sweeps.summary import summarize, table_rows
+    from .sweeps.summary import point_profiles, summarize, table_rows
 
     sw = load(d)
     parts = [f"<p class=\"meta\">{_e(describe(sw))}; {len(sw.rows)} runs stored</p>"]
     summ = summarize(sw.rows, sw.axes)
     headers, cells = table_rows(summ, sw.axes)
+    profiles = point_profiles(sw.rows, sw.axes)  # the TCP profile of flow 0 at each point
+    pheads, pcells = columns(profiles)
+    n = len(sw.axes)
+    headers = headers[:n] + pheads + headers[n:]
+    cells = [c[:n] + pc + c[n:] for c, pc in zip(cells, pcells)]
     parts.append("<h2>Mean ± 95 % confidence interval over seeds</h2>" + _table(headers, cells))
+    mixed = warning(profiles, [a.key for a in sw.axes])
+    if mixed:
+        parts.append(f"<p class=\"meta\"><strong>{_e(mixed)}</strong></p>")
     figs = []
     axes = sw.axes
     import tempfile
