@@ -34,9 +34,9 @@ $(VENV)/.built: $(VENV)/.deps $(RUST_SRC)
 build: $(VENV)/.built
 setup: system-deps build
 
-demo: setup ## compare Tahoe, Reno and NewReno on the GEO example; table + PNG
+demo: setup ## compare CUBIC, BBR and Hybla on the GEO example, all on the Linux profile; table + PNG
 	mkdir -p out
-	$(PY) -m longpipe compare examples/geo.toml --tcp tahoe,reno,newreno --plot out/geo-compare.png
+	$(PY) -m longpipe compare examples/geo.toml --tcp cubic,bbr,hybla --plot out/geo-compare.png
 
 # Fuzzing: `make test` replays the committed corpus (fuzz/corpus/) and mutates it for
 # LONGPIPE_FUZZ_SECS seconds per target (stable toolchain, the targets in parallel);

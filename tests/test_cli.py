@@ -86,6 +86,6 @@ def test_schema_command():
 def test_compare_writes_png(tmp_path):
     png = tmp_path / "cmp.png"
     r = cli("compare", EXAMPLES / "geo.toml", "--set", "duration=20s", "--plot", png, check=True)
-    for v in ["tahoe", "reno", "newreno"]:
+    for v in ["cubic", "bbr", "hybla"]:
         assert v in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

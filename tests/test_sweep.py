@@ -327,7 +327,8 @@ def test_compare_vary_json_csv(tmp_path, tiny):
     v = next(x for x in d["variants"] if x["flow.sack"] is True and x["flow.tcp"] == "reno")
     assert v["goodput_bps_mean"] == pytest.approx((one["flows"][0]["goodput_bps"] + one1["flows"][0]["goodput_bps"]) / 2)
     rows = list(csv.DictReader(io.StringIO(cli("compare", tiny, "--csv", "--quiet", check=True).stdout)))
-    assert [x["flow.tcp"] for x in rows] == ["tahoe", "reno", "newreno"]
+    assert [x["flow.tcp"] for x in rows] == ["cubic", "bbr", "hybla"]  # what a user compares first (issue 25)
+    assert {json.loads(x["profile"])["stack"] for x in rows} == {"linux"}
     r = cli("compare", tiny, "--vary", "flow.sack=maybe")
     assert r.returncode == 2 and "flow[0].sack" in r.stderr
 

@@ -228,9 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("reproduce", help="re-run a paper's experiment and print ours beside the paper's")
     rp.add_argument("name", choices=[*REGISTRY, "all"],
-                    help="hybla (seed 001: Hybla model vs simulation), wcdma (seed 000: TCP profile for W-CDMA, "
-                    "figs. 6-12), gateway (seed 003: satellite TCP gateway, Table 1), peach (seed 004: TCP-Peach and "
-                    "Peach+ against link errors, fig. 5), atm (seed 002: TCP over wide-area ATM, figs. 3-7 and "
+                    help="hybla (paper [001]: Hybla model vs simulation), wcdma (paper [000]: TCP profile for W-CDMA, "
+                    "figs. 6-12), gateway (paper [003]: satellite TCP gateway, Table 1), peach (paper [004]: TCP-Peach and "
+                    "Peach+ against link errors, fig. 5), atm (paper [002]: TCP over wide-area ATM, figs. 3-7 and "
                     "Tables 1-4), crosscheck (simulator against Linux TCP through longpipe emu; root), "
                     "crosscheck-linux (the Linux profile against Linux's reno, cubic, bbr; root), or all")
     rp.add_argument("--quick", action="store_true", help="fewer points and seeds (about a minute)")

@@ -228,15 +228,24 @@ def workload_tables(d: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_body(d: Path) -> tuple[str, str]:
+    from .profiles import columns, warning
     from .sweeps.api import describe, load
     from .sweeps.plot import _numeric
-    from .sweeps.summary import summarize, table_rows
+    from .sweeps.summary import point_profiles, summarize, table_rows
 
     sw = load(d)
     parts = [f"<p class=\"meta\">{_e(describe(sw))}; {len(sw.rows)} runs stored</p>"]
     summ = summarize(sw.rows, sw.axes)
     headers, cells = table_rows(summ, sw.axes)
+    profiles = point_profiles(sw.rows, sw.axes)  # the TCP profile of flow 0 at each point
+    pheads, pcells = columns(profiles)
+    n = len(sw.axes)
+    headers = headers[:n] + pheads + headers[n:]
+    cells = [c[:n] + pc + c[n:] for c, pc in zip(cells, pcells)]
     parts.append("<h2>Mean ± 95 % confidence interval over seeds</h2>" + _table(headers, cells))
+    mixed = warning(profiles, [a.key for a in sw.axes])
+    if mixed:
+        parts.append(f"<p class=\"meta\"><strong>{_e(mixed)}</strong></p>")
     figs = []
     axes = sw.axes
     import tempfile
@@ -249,9 +258,17 @@ def sweep_body(d: Path) -> tuple[str, str]:
         with tempfile.TemporaryDirectory() as tmp:
             p = sw.plot(a.key, "goodput", hue, Path(tmp) / "f.png")
             figs.append(_img(p.read_bytes(), f"goodput vs {a.key}" + (f" by {hue}" if hue else "")))
-    figs += _pngs(d)
+    # a figure drawn before the newest stored run (by `longpipe plot` on a smaller sweep)
+    # would show other data beside the tables: left out, and named
+    newest = max((p.stat().st_mtime_ns for p in (d / "runs").glob("*.parquet")), default=0)
+    pngs = sorted(d.glob("*.png"))
+    stale = [p.name for p in pngs if p.stat().st_mtime_ns < newest]
+    figs += [_img(_read(p), p.name) for p in pngs if p.name not in stale]
     if figs:
         parts.append("<h2>Figures</h2>" + "".join(figs))
+    if stale:
+        parts.append(f"<p class=\"meta\">Not shown, older than the newest stored run (drawn from fewer runs): "
+                     f"{_e(', '.join(stale))}; draw them again with longpipe plot {_e(str(d))}.</p>")
     parts.append("<h2>Scenario</h2><pre>" + _e(json.dumps(sw.manifest.get("scenario"), indent=2)) + "</pre>")
     return f"longpipe sweep: {sw.name}", "\n".join(parts)
 

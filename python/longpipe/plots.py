@@ -53,11 +53,18 @@ def parse_quantity(v: Any, units: dict[str, float]) -> float | None:
 
 def window_lines(scenario: dict[str, Any], res: Any, flow: int) -> tuple[float | None, float | None]:
     """(receiver window, bandwidth-delay product) in bytes for a flow, when known: the
-    window from the scenario's ``rwnd``; the BDP as the slowest link's rate × the
-    smallest RTT sample."""
-    fl = scenario.get("flow", [{}])
-    f = fl[min(flow, len(fl) - 1)] if isinstance(fl, list) and fl else {}
-    rwnd = parse_quantity(f.get("rwnd", "64KiB"), _UNITS) if isinstance(f, dict) else None
+    window the run resolved (``flows[].profile.rwnd_bytes``: the stack's default when the
+    scenario gives none), else the scenario's ``rwnd``; the BDP as the slowest link's
+    rate × the smallest RTT sample."""
+    rwnd: float | None = None
+    flows = (getattr(res, "data", None) or {}).get("flows") or []
+    if flow < len(flows) and isinstance(flows[flow].get("profile"), dict):
+        rwnd = float(flows[flow]["profile"]["rwnd_bytes"])
+    else:
+        fl = scenario.get("flow", [{}])
+        f = fl[min(flow, len(fl) - 1)] if isinstance(fl, list) and fl else {}
+        given = f.get("rwnd") if isinstance(f, dict) else None
+        rwnd = parse_quantity(given, _UNITS) if given is not None else None
     rates = [parse_quantity(lk.get("rate"), _RATES) for lk in scenario.get("link", []) if isinstance(lk, dict)]
     rates_ok = [r for r in rates if r]
     bdp = None
@@ -80,7 +87,8 @@ def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: st
 
     plt = _plt()
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9.5, 7.5), sharex=True)
-    peak, rwnd, bdp = 0.0, None, None
+    peak, bdp = 0.0, None
+    rwnds: dict[str, float] = {}
     for k, (label, (res, flow)) in enumerate(runs.items()):
         color = f"C{k % 10}"
         ts = res.timeseries(flow)
@@ -88,8 +96,11 @@ def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: st
         ax1.step(x, g / 1e6, where="post", label=label, color=color)
         ax2.step(ts["t"], ts["cwnd"] / 1e3, where="post", label=label, color=color, lw=1.1)
         peak = max(peak, float(ts["cwnd"].max()) if len(ts) else 0.0)
-        if scenario is not None and rwnd is None:
-            rwnd, bdp = window_lines(scenario, res, flow)
+        if scenario is not None:
+            w, b = window_lines(scenario, res, flow)
+            if w:
+                rwnds[label] = w
+            bdp = bdp or b
         segs = res.segments(flow)
         rtx = segs[segs.retx]
         if len(rtx):
@@ -101,8 +112,12 @@ def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: st
         rto = np.nonzero((c[1:] <= mss) & (c[:-1] > 2 * mss))[0] + 1
         if len(rto):
             ax2.plot(ts["t"].to_numpy()[rto], c[rto] / 1e3, "x", color=color, ms=8, mew=1.8)
+    for w in sorted(set(rwnds.values())):  # each run's own window (they differ across stacks)
+        who = [lb for lb, v in rwnds.items() if v == w]
+        ax2.axhline(w / 1e3, color="0.3", ls="--", lw=1, label=f"receiver window {w / 1e3:g} kB"
+                    + ("" if len(who) == len(rwnds) else f" ({', '.join(who)})"))
+    rwnd = max(rwnds.values(), default=None)
     if rwnd:
-        ax2.axhline(rwnd / 1e3, color="0.3", ls="--", lw=1, label=f"receiver window {rwnd / 1e3:g} kB")
         if peak > 1.3 * rwnd:
             ax2.set_ylim(0, 1.3 * rwnd / 1e3)
             ax2.text(0.99, 0.97, f"clipped: cwnd peaks at {peak / 1e3:.0f} kB", transform=ax2.transAxes,

@@ -100,11 +100,20 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
             f["segments_sent"], f["retransmitted_segments"], f["timeouts"], f["fast_recoveries"],
             _fmt(f["completion_time_s"], ".3f"), _fmt(None if f["mean_rtt_s"] is None else f["mean_rtt_s"] * 1e3, ".1f"),
         ])
+    from .profiles import columns, profile_of, warning
+
+    profiles = [profile_of(data, i) for i in range(len(data["flows"]))]
+    pheads, pcells = columns(profiles)
+    rows = [r[:3] + pc + r[3:] for r, pc in zip(rows, pcells)]
     if len(rows) > 20:
-        rows = rows[:10] + [["..."] + [""] * 10] + rows[-5:]
+        rows = rows[:10] + [["..."] + [""] * (len(rows[0]) - 1)] + rows[-5:]
     out.append("")
-    out.append(table(["flow", "path", "tcp", "goodput Mbit/s", "bytes", "segs", "retx", "RTO", "FR", "done s", "RTT ms"],
-                     rows, "lllrrrrrrrr"))
+    out.append(table(["flow", "path", "tcp"] + pheads
+                     + ["goodput Mbit/s", "bytes", "segs", "retx", "RTO", "FR", "done s", "RTT ms"],
+                     rows, "lll" + "l" * len(pheads) + "rrrrrrrr"))
+    mixed = warning(profiles)
+    if mixed:
+        out.append(mixed)
     lrows = []
     for lk in data["links"]:
         if lk["packets"] == 0 and lk["drops_queue"] == 0:

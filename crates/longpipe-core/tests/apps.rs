@@ -22,9 +22,10 @@ queue = {{ limit = "10000pkt" }}
 [[flow]]
 src = "server"
 dst = "client"
-{flow}
+{}{flow}
 "#,
-        rtt_ms / 2
+        rtt_ms / 2,
+        classic_unless_named(flow)
     )
 }
 

@@ -31,8 +31,9 @@ layer2 = {{ kind = "atm" }}
 src = "s"
 dst = "r"
 rwnd = "1MB"
-{flow}
-"#
+{classic}{flow}
+"#,
+        classic = classic_unless_named(flow)
     )
 }
 

@@ -33,10 +33,11 @@ queue = {queue}
 [[flow]]
 src = "server"
 dst = "client"
-tcp = "{tcp}"
+{classic}tcp = "{tcp}"
 ecn = {ecn}
 rwnd = "{rwnd}"
-"#
+"#,
+        classic = classic_unless_named(&format!("tcp = \"{tcp}\""))
     )
 }
 
@@ -157,10 +158,12 @@ fn every_congestion_control_answers_ecn() {
             // a window of a few BDPs: the Peach family probes for the whole receiver
             // window in a round trip, and RED is not class-aware (with 1 MB its start
             // phase alone overloads this 5 Mbit/s bottleneck; see docs/notes/peach.md)
-            let sc = aqm_rwnd(tcp, true, red, "128KiB").replace(
-                "ecn = true\nrwnd",
-                &format!("ecn = true\nstack = \"{stack}\"\nrwnd"),
-            );
+            let sc = aqm_rwnd(tcp, true, red, "128KiB")
+                .replace("stack = \"classic\"\n", "")
+                .replace(
+                    "ecn = true\nrwnd",
+                    &format!("ecn = true\nstack = \"{stack}\"\nrwnd"),
+                );
             assert!(sc.contains("stack ="));
             let out = run(&sc);
             let f = &out.result.flows[0];
@@ -186,7 +189,7 @@ fn every_congestion_control_answers_ecn() {
 /// (CWR state), CWR on the next new data, nothing retransmitted.
 #[test]
 fn linux_stack_cwr_state_on_ece() {
-    let sc = aqm("cubic", true, CODEL).replace("ecn = true\n", "ecn = true\nstack = \"linux\"\n");
+    let sc = aqm("cubic", true, CODEL).replace("stack = \"classic\"\n", "stack = \"linux\"\n");
     assert!(sc.contains("stack = \"linux\""));
     let opts = RunOptions {
         pcap: vec!["client-gw".into()],

@@ -36,6 +36,7 @@ queue = {{ limit = "1000pkt" }}
 [[flow]]
 src = "server"
 dst = "client"
+stack = "classic"
 tcp = "newreno"
 rwnd = "8760B"
 app = {{ bytes = "{size}" }}
@@ -220,6 +221,7 @@ src = "server"
 dst = "client"
 count = {n}
 rwnd = "{rwnd}"
+stack = "classic"
 {app}
 "#
     )

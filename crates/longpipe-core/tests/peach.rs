@@ -25,10 +25,11 @@ loss = {{ kind = "seq", drop = [{list}] }}
 [[flow]]
 src = "server"
 dst = "client"
-tcp = "{tcp}"
+{classic}tcp = "{tcp}"
 sack = true
 {extra_flow}
-"#
+"#,
+        classic = classic_unless_named(extra_flow)
     )
 }
 
@@ -131,6 +132,7 @@ queue = { limit = "30pkt", kind = "priority" }
 [[flow]]
 src = "server"
 dst = "client"
+stack = "classic"
 tcp = "newreno"
 sack = true
 rwnd = "1MB"

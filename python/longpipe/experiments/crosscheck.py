@@ -25,7 +25,8 @@ def _path(rate: str, delay: str, duration: str, rwnd: str, loss: float | None = 
     if loss:
         link["loss"] = {"kind": "bernoulli", "p": loss}
     return {"duration": duration, "seed": 1, "link": [link],
-            "flow": [{"src": "server", "dst": "client", "tcp": "newreno", "rwnd": rwnd, "iw": "rfc3390"}]}
+            "flow": [{"src": "server", "dst": "client", "stack": "classic", "tcp": "newreno", "rwnd": rwnd,
+                      "iw": "rfc3390"}]}
 
 
 def scenarios(quick: bool) -> dict[str, dict[str, Any]]:
@@ -36,6 +37,7 @@ def scenarios(quick: bool) -> dict[str, dict[str, Any]]:
     wcdma = tomllib.loads((ROOT / "examples" / "wcdma.toml").read_text())
     wcdma["flow"][0]["app"] = {"kind": "bulk", "bytes": "200KB" if quick else "1MB"}
     wcdma["duration"] = "25s" if quick else "60s"
+    wcdma["flow"][0]["stack"] = "classic"  # the classic model against Linux (the default is now linux)
     return {
         "geo-window (10 Mbit/s, 600 ms RTT, rwnd 64 KB)": _path("10Mbps", "300ms", d, "64KB"),
         "lossy 200 ms, p = 0.1 %": _path("10Mbps", "100ms", lossy, "4MB", 0.001),

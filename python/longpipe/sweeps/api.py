@@ -102,24 +102,25 @@ def default_plot_name(x: str, y: str, hue: str | None) -> str:
 
 def plan(scenario: str | os.PathLike[str] | Mapping[str, Any], grid: Mapping[str, Any] | Sequence[str] | None = None,
          seeds: int | str | Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
-         force: bool = False) -> tuple[dict[str, Any], list[Axis], list[int], list[Task]]:
+         force: bool = False, flag: str = "--grid") -> tuple[dict[str, Any], list[Axis], list[int], list[Task]]:
     """Validates everything and expands the grid: (manifest, axes, seeds, tasks). Unless
-    ``force``, a point whose run the core estimates above its work limit is refused."""
+    ``force``, a point whose run the core estimates above its work limit is refused.
+    ``flag`` is the option that gave the grid, for messages (``--vary`` in compare)."""
     from .grid import _validate
 
     base, src = prepare(scenario, overrides)
     _validate(base, src, "the scenario" + (" and --set" if overrides else ""))
-    axes = axes_from(grid)
+    axes = axes_from(grid, flag)
     first = base.get("seed", 1)
     seed_list = parse_seeds(seeds, first if isinstance(first, int) and 0 <= first < 2**64 else 1)
     count_runs(axes, len(seed_list))
-    validate_grid(base, src, axes)
+    validate_grid(base, src, axes, flag)
     base_noseed = {k: v for k, v in base.items() if k != "seed"}
     from .. import __version__
 
     manifest = {"format": FORMAT, "source": src, "scenario": base_noseed, "scenario_hash": scenario_hash(base),
                 "axes": [a.to_json() for a in axes], "seeds": seed_list, "longpipe_version": __version__}
-    tasks = [make_task(apply_point(base, pt, src), s, pt) for pt in points(axes) for s in seed_list]
+    tasks = [make_task(apply_point(base, pt, src, flag), s, pt) for pt in points(axes) for s in seed_list]
     if not force:
         from .. import _core
 

@@ -156,13 +156,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def summary_text(sw: Any, metric_names: list[str] | None) -> str:
+    from ..profiles import columns, warning
     from ..report import table
-    from .summary import summarize, table_rows
+    from .summary import point_profiles, summarize, table_rows
 
     summ = summarize(sw.rows, sw.axes, metric_names)
     headers, cells = table_rows(summ, sw.axes, metric_names)
-    return (f"mean ± 95% confidence interval over seeds ({sw.name})\n"
-            + table(headers, cells, "l" * len(sw.axes) + "r" * (len(headers) - len(sw.axes))))
+    profiles = point_profiles(sw.rows, sw.axes)
+    pheads, pcells = columns(profiles)
+    n = len(sw.axes)
+    headers = headers[:n] + pheads + headers[n:]
+    cells = [c[:n] + pc + c[n:] for c, pc in zip(cells, pcells)]
+    mixed = warning(profiles, [a.key for a in sw.axes])
+    return (f"mean ± 95% confidence interval over seeds ({sw.name}); TCP profile of flow 0\n"
+            + table(headers, cells, "l" * (n + len(pheads)) + "r" * (len(headers) - n - len(pheads)))
+            + (f"\n{mixed}" if mixed else ""))
 
 
 def print_summary(sw: Any, metric_names: list[str] | None) -> None:
@@ -319,15 +327,23 @@ def run_seeds(args: argparse.Namespace) -> int:
     print(f"scenario {first['scenario']}  seeds {s} ({len(seeds)} runs)  duration {first['duration_s']:g} s  "
           "(mean ± 95% confidence interval)")
     print()
+    from ..profiles import columns, profile_of, warning
+
+    profiles = [profile_of(first, i) for i in range(n_flows)]
+    pheads, pcells = columns(profiles)
     rows = []
-    for f in flows:
-        rows.append([f["id"], f"{f['src']}->{f['dst']}", f["tcp"]]
+    for f, pc in zip(flows, pcells):
+        rows.append([f["id"], f"{f['src']}->{f['dst']}", f["tcp"]] + pc
                     + [fmt_mean_ci(f[k]["mean"] if f[k]["mean"] is not None else float("nan"),
                                    f[k]["ci95"] if f[k]["ci95"] is not None else float("nan"), sc)
                        for k, _, sc in FLOW_FIELDS])
     if len(rows) > 20:
         rows = rows[:10] + [["..."] + [""] * (len(rows[0]) - 1)] + rows[-5:]
-    print(table(["flow", "path", "tcp"] + [h for _, h, _ in FLOW_FIELDS], rows, "lll" + "r" * len(FLOW_FIELDS)))
+    print(table(["flow", "path", "tcp"] + pheads + [h for _, h, _ in FLOW_FIELDS], rows,
+                "lll" + "l" * len(pheads) + "r" * len(FLOW_FIELDS)))
+    mixed = warning(profiles)
+    if mixed:
+        print(mixed)
     print()
     print(f"sum of goodputs {fmt_mean_ci(am, aci, 1e-6)} Mbit/s")
     if args.out:

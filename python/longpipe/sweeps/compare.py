@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from .cli import FLOW_FIELDS, _progress, _seeds_arg, add_exec_args, flow_stats, write_csv
 
-DEFAULT_TCP = "tahoe,reno,newreno"
+#: What a user compares first (issue 25): three controls a Linux host offers, on one profile.
+DEFAULT_TCP = "cubic,bbr,hybla"
 #: The most goodput bins of ``--plot`` (a figure is some hundreds of pixels wide).
 MAX_BINS = 100_000
 
@@ -22,7 +25,7 @@ def register_args(c: argparse.ArgumentParser) -> None:
                    f"{DEFAULT_TCP})")
     c.add_argument("--stack", help="comma-separated stack profiles to compare: classic (the papers' TCP), linux "
                    "(a Linux 6.x profile: IW 10, SACK, timestamps, PRR, RACK-TLP, 200 ms min RTO, CUBIC unless "
-                   "--tcp says otherwise)")
+                   "--tcp says otherwise; the default for every --tcp it runs)")
     c.add_argument("--vary", action="append", metavar="KEY=VALUES",
                    help="compare the values of any scenario key, e.g. flow.sack=false,true (grid syntax as for "
                    "sweep; repeat for every combination)")
@@ -46,6 +49,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..api import ScenarioError
     from ..options import UsageError
     from ..options import overrides as _overrides
+    from ..profiles import columns, profile_of, warning
     from ..report import table
     from .api import plan
     from .engine import run_tasks
@@ -60,10 +64,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.tcp is not None or not grid:
         tcp = DEFAULT_TCP if args.tcp is None else args.tcp
         if not [v for v in tcp.split(",") if v.strip()]:
-            raise ScenarioError(None, "--tcp", "expected a comma-separated list such as tahoe,reno,newreno")
+            raise ScenarioError(None, "--tcp", "expected a comma-separated list such as cubic,bbr,hybla")
         grid.append(f"flow.tcp={tcp}")
     for spec in grid:  # the syntax first, so an error names --vary
-        parse_axis(spec)
+        parse_axis(spec, "--vary")
     ov = _overrides(args.set)
     v = api.validate(args.scenario, ov)
     n_flows = int(v["flows"])
@@ -74,7 +78,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.flow >= n_flows:  # before anything runs
         raise ScenarioError(None, "--flow", f"no flow {args.flow}; the scenario has {n_flows} flow(s), ids 0 to "
                             f"{n_flows - 1}" if n_flows else "the scenario has no flows")
-    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False))
+    _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False), "--vary")
     if args.engine == "emu":  # real time, namespaces: one after another, not stored
         from ..emu import run_json
 
@@ -87,16 +91,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     n_flows = len(results[0]["flows"])
     if not 0 <= args.flow < n_flows:
         raise ScenarioError(None, "--flow", f"the scenario has flows 0..{n_flows - 1}, got {args.flow}")
-    per_point: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    # a point's values may be tables or lists (--vary 'node=[...],[...]'): keyed by their JSON
+    points: dict[str, tuple[Any, ...]] = {}
+    by_key: dict[str, list[dict[str, Any]]] = {}
     for t, res in zip(tasks, results):
-        per_point.setdefault(tuple(v for _, v in t.params), []).append(res)
+        k = json.dumps([v for _, v in t.params], sort_keys=True)
+        points.setdefault(k, tuple(v for _, v in t.params))
+        by_key.setdefault(k, []).append(res)
+    per_point = [(points[k], rs) for k, rs in by_key.items()]
     keys = [a.key for a in axes]
     records = []
     # applications: their figures across users beside flow --flow's
     app_fields = workload_fields(results)
-    for pt, rs in per_point.items():
+    profiles = [profile_of(rs[0], args.flow) for _, rs in per_point]
+    for (pt, rs), prof in zip(per_point, profiles):
         st = flow_stats(rs, args.flow)
         rec: dict[str, Any] = dict(zip(keys, pt))
+        rec["profile"] = prof
         rec["seeds"] = len(rs)
         for k, _, _ in FLOW_FIELDS:
             rec[f"{k}_mean"] = st[k]["mean"]
@@ -123,12 +134,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rows = []
         nan = float("nan")
         fields = list(FLOW_FIELDS) + app_fields
-        for rec in records:
-            rows.append([display_value(rec[k]) for k in keys]
+        pheads, pcells = columns(profiles)
+        for rec, pc in zip(records, pcells):
+            rows.append([display_value(rec[k]) for k in keys] + pc
                         + [fmt_mean_ci(nan if rec[f"{k}_mean"] is None else rec[f"{k}_mean"],
                                        nan if rec[f"{k}_ci95"] is None else rec[f"{k}_ci95"], sc)
                            for k, _, sc in fields])
-        print(table(keys + [h for _, h, _ in fields], rows, "l" * len(keys) + "r" * len(fields)))
+        print(table(keys + pheads + [h for _, h, _ in fields], rows,
+                    "l" * (len(keys) + len(pheads)) + "r" * len(fields)))
+        mixed = warning(profiles, keys)
+        if mixed:
+            print(mixed)
         if app_fields:
             print("applications: page/response/FCT p95 over all of a run's pages, requests, transfers; user "
                   "goodput across users")
@@ -144,11 +160,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
             from ..workload import TABLES
 
             tables = {}
-            for pt in per_point:
+            for pt, _ in per_point:
                 label = ", ".join(display_value(v) for v in pt)
-                r = api.run(apply_point(base, list(zip(keys, pt)), src), seed=seeds[0])
+                r = api.run(apply_point(base, list(zip(keys, pt)), src, "--vary"), seed=seeds[0])
                 tables[label] = {t: getattr(r, t) for t in TABLES} | {"users": r.users}
-            title = f"{name}: applications, seed {seeds[0]}, {caption(base)}" + (f"\n{sets}" if sets else "")
+            title = f"{name}: applications, seed {seeds[0]}, {caption(base, keys)}" + (f"\n{sets}" if sets else "")
             fig = workload_figure(tables, title)
             if fig is not None:
                 save_figure(fig, args.plot, dpi=110)
@@ -156,13 +172,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 print(f"wrote {args.plot}")
             return 0
         runs = {}
-        for pt in per_point:
+        for pt, _ in per_point:
             label = ", ".join(display_value(v) for v in pt)
-            sc = apply_point(base, list(zip(keys, pt)), src)
+            sc = apply_point(base, list(zip(keys, pt)), src, "--vary")
             runs[label] = (api.run(sc, seed=seeds[0], timeseries=[args.flow]), args.flow)
         dur = float(results[0]["duration_s"])
         bin_s = args.bin or max(dur / 100.0, 0.1)
-        title = f"{name}: flow {args.flow}, seed {seeds[0]}, {caption(base)}" + (f"\n{sets}" if sets else "")
+        title = f"{name}: flow {args.flow}, seed {seeds[0]}, {caption(base, keys)}" + (f"\n{sets}" if sets else "")
         compare_figure(runs, args.plot, title, bin_s, scenario=base)
         if not (args.json or args.csv):
             print(f"wrote {args.plot}")
@@ -199,22 +215,36 @@ def workload_stats(results: list[dict[str, Any]], fields: list[tuple[str, str, f
     return out
 
 
-def caption(sc: dict[str, Any]) -> str:
+def caption(sc: dict[str, Any], varied: Sequence[str] = ()) -> str:
     """The scenario in a few words for a figure title: path RTT (from the one-way
-    delays), bottleneck rate, loss."""
+    delays), bottleneck rate, loss. A figure that a ``varied`` key changes between its
+    lines says "per line" rather than the base scenario's value."""
     from ..plots import _RATES, parse_quantity
 
+    def touched(i: int, what: str) -> bool:
+        return any(re.match(rf"^link(\[{i}\])?\.{what}", k) for k in varied)
+
     links = [lk for lk in sc.get("link", []) if isinstance(lk, dict)]
+    n = len(links)
+    if any(touched(i, "(delay|schedule)") for i in range(n)):
+        links_rtt = None
+    else:
+        links_rtt = links
     delays = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     rtt = 0.0
-    for lk in links:
+    for lk in links_rtt or []:
         d = parse_quantity(lk.get("delay", "0s"), delays) or 0.0
         rtt += d + (parse_quantity(lk.get("delay_ba", lk.get("delay", "0s")), delays) or 0.0)
     rates = [r for r in (parse_quantity(lk.get("rate"), _RATES) for lk in links) if r]
-    parts = [f"base RTT {rtt * 1e3:.0f} ms"] if rtt else []
-    if rates:
+    parts = [f"base RTT {rtt * 1e3:.0f} ms"] if rtt else (["RTT per line"] if links_rtt is None else [])
+    if any(touched(i, "rate") for i in range(n)):
+        parts.append("rates per line")
+    elif rates:
         parts.append(f"bottleneck {min(rates) / 1e6:g} Mbit/s")
-    for lk in links:
+    for i, lk in enumerate(links):
+        if touched(i, "loss"):
+            parts.append(f"link[{i}] loss per line")
+            continue
         loss = lk.get("loss")
         if isinstance(loss, dict):
             kind = loss.get("kind")

@@ -101,16 +101,17 @@ def split_values(text: str) -> list[str]:
     return [v.strip() for v in out]
 
 
-def _where(spec: str) -> str:
-    """``--grid SPEC`` for a message, a long SPEC shortened."""
-    return f"--grid {spec if len(spec) <= 80 else spec[:60] + '...'}"
+def _where(spec: str, flag: str = "--grid") -> str:
+    """``--grid SPEC`` (or the command's own flag, ``--vary``) for a message, a long SPEC
+    shortened."""
+    return f"{flag} {spec if len(spec) <= 80 else spec[:60] + '...'}"
 
 
-def _range(spec: str, key: str, text: str) -> Axis | None:
+def _range(spec: str, key: str, text: str, flag: str = "--grid") -> Axis | None:
     m = _RANGE.match(text)
     if not m:
         return None
-    where = _where(spec)
+    where = _where(spec, flag)
     lo_m, hi_m = _NUM_UNIT.match(m["lo"]), _NUM_UNIT.match(m["hi"])
     if not lo_m or not hi_m:
         raise ScenarioError(None, where, "a range is LO..HI:log:N or LO..HI:lin:N with numbers, e.g. 1e-4..1e-2:log:9")
@@ -169,23 +170,24 @@ def _with_unit(x: float, written: str | None, unit: str) -> str:
     return format(ctx.divide(base, Decimal(f)).normalize(ctx), "f") + unit
 
 
-def parse_axis(spec: str) -> Axis:
-    """``KEY=V1,V2`` or ``KEY=LO..HI:log:N`` → :class:`Axis` (raises ScenarioError)."""
+def parse_axis(spec: str, flag: str = "--grid") -> Axis:
+    """``KEY=V1,V2`` or ``KEY=LO..HI:log:N`` → :class:`Axis` (raises ScenarioError naming
+    ``flag``, the option that gave it)."""
     if "=" not in spec:
-        raise ScenarioError(None, _where(spec), "expected KEY=V1,V2,... or KEY=LO..HI:log:N, "
+        raise ScenarioError(None, _where(spec, flag), "expected KEY=V1,V2,... or KEY=LO..HI:log:N, "
                             "e.g. flow.tcp=newreno,hybla or link[1].loss.p=1e-4..1e-2:log:9")
     key, _, text = spec.partition("=")
     key = key.strip()
     if not key:
-        raise ScenarioError(None, _where(spec), "missing the key before '='")
+        raise ScenarioError(None, _where(spec, flag), "missing the key before '='")
     if key == "seed":
-        raise ScenarioError(None, _where(spec), "use --seeds N to repeat runs over seeds")
-    rng = _range(spec, key, text)
+        raise ScenarioError(None, _where(spec, flag), "use --seeds N to repeat runs over seeds")
+    rng = _range(spec, key, text, flag)
     if rng is not None:
         return rng
     raw = split_values(text)
     if any(r == "" for r in raw):
-        raise ScenarioError(None, _where(spec), "empty value (two commas in a row, or a trailing comma?)")
+        raise ScenarioError(None, _where(spec, flag), "empty value (two commas in a row, or a trailing comma?)")
     return make_axis(key, [parse_value(r) for r in raw])
 
 
@@ -208,7 +210,7 @@ def make_axis(key: str, values: Sequence[Any], scale: str = "list") -> Axis:
     return Axis(key, tuple(vals), scale)
 
 
-def axes_from(grid: Mapping[str, Any] | Sequence[str] | None) -> list[Axis]:
+def axes_from(grid: Mapping[str, Any] | Sequence[str] | None, flag: str = "--grid") -> list[Axis]:
     """Axes from CLI specs (``["flow.tcp=reno,hybla", ...]``) or a dict
     ``{"flow.tcp": ["reno", "hybla"], "link[1].loss.p": "1e-4..1e-2:log:9"}``."""
     if grid is None:
@@ -219,7 +221,7 @@ def axes_from(grid: Mapping[str, Any] | Sequence[str] | None) -> list[Axis]:
             if isinstance(v, Axis):
                 axes.append(v)
             elif isinstance(v, str):
-                axes.append(parse_axis(f"{k}={v}"))
+                axes.append(parse_axis(f"{k}={v}", flag))
             elif isinstance(v, (list, tuple)):
                 if str(k) == "seed":
                     raise ScenarioError(None, "seed", "use seeds=N to repeat runs over seeds")
@@ -227,11 +229,11 @@ def axes_from(grid: Mapping[str, Any] | Sequence[str] | None) -> list[Axis]:
             else:
                 axes.append(make_axis(str(k), [v]))
     else:
-        axes = [parse_axis(s) for s in grid]
+        axes = [parse_axis(s, flag) for s in grid]
     keys = [a.key for a in axes]
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
-        raise ScenarioError(None, f"--grid {dup[0]}", "given twice; list all its values in one --grid")
+        raise ScenarioError(None, f"{flag} {dup[0]}", f"given twice; list all its values in one {flag}")
     return axes
 
 
@@ -342,28 +344,36 @@ def _validate(sc: Mapping[str, Any], src: str | None, what: str) -> None:
         raise ScenarioError(src, path, f"{msg} (with {what})") from None
 
 
-def apply_point(base: Mapping[str, Any], point: Sequence[tuple[str, Any]], src: str | None) -> dict[str, Any]:
-    """The base scenario with a point's values set (a deep copy)."""
+def apply_point(base: Mapping[str, Any], point: Sequence[tuple[str, Any]], src: str | None,
+                flag: str = "--grid") -> dict[str, Any]:
+    """The base scenario with a point's values set (a deep copy). An element the
+    scenario lacks (``node[0].kind`` without a ``[[node]]``) is refused with the way to
+    vary the whole list instead."""
     sc: dict[str, Any] = json.loads(json.dumps(base))
     for k, v in point:
         try:
             apply_override(sc, k, json.loads(json.dumps(v)), src)
         except ScenarioError as e:
-            raise ScenarioError(src, e.path, f"{e.message} (--grid key {k})") from None
+            hint = ""
+            head = re.match(r"^([A-Za-z_]+)\[\d+\]", k)
+            if head and "no such element" in e.message:
+                hint = (f"; the scenario has no {e.path}: vary whole tables instead, e.g. "
+                        f"{flag} '{head[1]}=[{{...}}],[{{...}}]'")
+            raise ScenarioError(src, e.path, f"{e.message} ({flag} key {k}{hint})") from None
     return sc
 
 
-def validate_grid(base: Mapping[str, Any], src: str | None, axes: Sequence[Axis]) -> None:
+def validate_grid(base: Mapping[str, Any], src: str | None, axes: Sequence[Axis], flag: str = "--grid") -> None:
     """Applies every key and value (alone, then every combination) and validates the
     result with the core; raises ScenarioError naming the key and value."""
     for a in axes:
         for v in a.values:
-            what = f"--grid {a.key}={format_value(v)}"
-            _validate(apply_point(base, [(a.key, v)], src), src, what)
+            what = f"{flag} {a.key}={format_value(v)}"
+            _validate(apply_point(base, [(a.key, v)], src, flag), src, what)
     if len(axes) > 1:
         for pt in points(axes):
-            what = "--grid " + ", ".join(f"{k}={format_value(v)}" for k, v in pt)
-            _validate(apply_point(base, pt, src), src, what)
+            what = f"{flag} " + ", ".join(f"{k}={format_value(v)}" for k, v in pt)
+            _validate(apply_point(base, pt, src, flag), src, what)
 
 
 def format_value(v: Any) -> str:

@@ -326,3 +326,11 @@ def table_rows(summary: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
         cells.append([display_value(d[a.key]) for a in axes] + [str(d["n"])]
                      + [fmt_mean_ci(d[f"{m.name}_mean"], d[f"{m.name}_ci95"], m.scale) for m in ms])
     return headers, cells
+
+
+def point_profiles(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> list[Mapping[str, Any] | None]:
+    """The resolved TCP profile of flow 0 at each point, in :func:`summarize`'s order (a
+    profile does not depend on the seed: the first stored run of the point's)."""
+    from ..profiles import profile_of
+
+    return [profile_of(json.loads(rs[0]["result"])) if rs else None for _, rs in group(rows, axes)]

@@ -236,7 +236,13 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 }
             }
             F {
-                demand: bottleneck.min(window),
+                // a flow without a route sends nothing (the simulator refuses it, naming
+                // the flow, when it builds the routes: sim/mod.rs)
+                demand: if fwd.is_empty() {
+                    0.0
+                } else {
+                    bottleneck.min(window)
+                },
                 pkt_bits: (mss + 40.0) * 8.0,
                 cell_events,
                 cap_pkts: f.app_bytes.map_or(f64::INFINITY, |b| b as f64 / mss + 10.0),
@@ -401,11 +407,12 @@ mod tests {
         assert!(e.timeouts < 1000.0 * 80.0, "{e:?}");
     }
 
-    /// A flow over a path of the largest delay (584 years) for `duration`.
+    /// A flow over a path of the largest delay (584 years) for `duration` (the classic
+    /// stack: its 60 s maximum RTO).
     fn far(duration: &str) -> String {
         format!(
             r#"{{"duration":"{duration}","link":[{{"a":"s","b":"c","rate":"10Mbps",
-            "delay":"18446744073709551615ns"}}],"flow":[{{"src":"s","dst":"c"}}]}}"#
+            "delay":"18446744073709551615ns"}}],"flow":[{{"src":"s","dst":"c","stack":"classic"}}]}}"#
         )
     }
 
@@ -428,6 +435,25 @@ mod tests {
         );
         let e = check(&ok, 1e12).unwrap();
         assert!(e.packets_held < 100_000.0, "{e:?}");
+    }
+
+    /// A flow without a route is refused by the simulator naming it ("no route"); the
+    /// estimate must not refuse the run first as work without bound (its window over the
+    /// floor RTT: 6 MiB / 1 µs on the Linux stack).
+    #[test]
+    fn a_flow_without_a_route_costs_nothing() {
+        let sc = valid(
+            r#"{"duration":"5s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"50ms"},
+            {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"}],
+            "flow":[{"src":"s","dst":"c"},{"src":"s","dst":"y"}]}"#,
+        );
+        let e = check(&sc, 1e9).unwrap();
+        let one = estimate(&valid(
+            r#"{"duration":"5s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"50ms"},
+            {"a":"x","b":"y","rate":"1Mbps","delay":"1ms"}],
+            "flow":[{"src":"s","dst":"c"}]}"#,
+        ));
+        assert!(e.events < 2.0 * one.events, "{e:?} vs {one:?}");
     }
 
     #[test]
@@ -457,14 +483,14 @@ mod tests {
         // a 64 KiB window over 24 ms reaches ~21.8 Mbit/s: above 10, no limit; over
         // 240 ms it reaches 2.2 Mbit/s
         let far = r#""rate":"10Mbps","delay":"119ms""#;
-        let small = r#"{"src":"s","dst":"c"}"#;
+        let small = r#"{"src":"s","dst":"c","stack":"classic"}"#;
         let r = est(far, small, "10s") / base;
         assert!((r - 65_536.0 * 8.0 / 0.24 / 10e6).abs() < 0.01, "{r}");
         // two flows share the bottleneck: the total stays that of one
         let two = format!("{one},{one}");
         assert!((est(link, &two, "10s") / base - 1.0).abs() < 0.01);
         // a sized transfer costs what it sends
-        let sized = r#"{"src":"s","dst":"c","app":{"bytes":"146KB"}}"#;
+        let sized = r#"{"src":"s","dst":"c","stack":"classic","app":{"bytes":"146KB"}}"#;
         assert!((est(link, sized, "10s") - 110.0 * 12.0).abs() < 1.0);
         // an arrivals flow adds 8 packets a connection: a million a second for 100 s is
         // above the default limit

@@ -105,11 +105,12 @@ pub enum PartialAckTimer {
 pub struct FlowSpec {
     pub src: String,
     pub dst: String,
-    /// Congestion control. Default "newreno" ("cubic" with stack = "linux").
+    /// Congestion control. Default "cubic" ("newreno" with stack = "classic").
     #[serde(default)]
     pub tcp: Option<TcpKind>,
-    /// "classic" (the papers' TCP, default) or "linux" (a Linux 6.x profile; see
-    /// docs/notes/linux-profile.md). Sets the defaults marked (linux: ...) below.
+    /// "linux" (a Linux 6.x profile, see docs/notes/linux-profile.md; the default for
+    /// every tcp it runs) or "classic" (the papers' TCP; the default for tahoe, peach,
+    /// peach+ and cherry). Sets the defaults marked (linux: ...) below.
     #[serde(default)]
     pub stack: Option<Stack>,
     /// RFC 7323 timestamps (linux: true). Default false.
@@ -212,14 +213,15 @@ pub struct FlowTraffic {
 }
 
 impl FlowSpec {
-    /// The stack profile and the variant: `tcp = "bbr"` implies the Linux stack; the
-    /// Linux stack's default is CUBIC, the classic one's NewReno.
+    /// The stack profile and the variant (issue 25, docs/notes/defaults.md): without
+    /// `stack`, every variant the Linux stack runs uses it (a modern Linux host is what
+    /// users have); tahoe and the TCP-Peach family, which it refuses ([`super::profile::VARIANTS`]),
+    /// keep the classic stack. Without `tcp`, the stack's default: CUBIC on Linux (the
+    /// kernel's `tcp_congestion_control` default), NewReno on the classic stack.
     pub fn stack_and_tcp(&self) -> (Stack, TcpKind) {
-        let stack = self.stack.unwrap_or(if self.tcp == Some(TcpKind::Bbr) {
-            Stack::Linux
-        } else {
-            Stack::Classic
-        });
+        let stack = self
+            .stack
+            .unwrap_or_else(|| self.tcp.map_or(Stack::Linux, TcpKind::default_stack));
         let tcp = self.tcp.unwrap_or(match stack {
             Stack::Classic => TcpKind::Newreno,
             Stack::Linux => TcpKind::Cubic,

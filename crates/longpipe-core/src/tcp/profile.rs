@@ -114,6 +114,26 @@ impl TcpKind {
             .expect("every variant has a row")
     }
 
+    /// The stack a flow without `stack = ...` runs on: Linux wherever the table has a
+    /// Linux combination, classic otherwise (tahoe, peach, peach+, cherry).
+    pub fn default_stack(self) -> Stack {
+        if self.row().linux.is_ok() {
+            Stack::Linux
+        } else {
+            Stack::Classic
+        }
+    }
+
+    /// The stack profiles before issue 25: classic for everything but BBR. The gateway's
+    /// split-mode leg still defaults to it (its defaults are chosen with issue 25 item 4).
+    pub fn classic_era_stack(self) -> Stack {
+        if self.row().classic.is_ok() {
+            Stack::Classic
+        } else {
+            Stack::Linux
+        }
+    }
+
     /// What runs on `stack`, or why nothing does.
     pub fn on(self, stack: Stack) -> Combo {
         let r = self.row();
@@ -508,8 +528,8 @@ mod tests {
     }
 
     #[test]
-    fn classic_is_unchanged_and_bbr_implies_linux() {
-        let c = flow("").unwrap();
+    fn classic_is_unchanged_when_pinned() {
+        let c = flow(r#", "stack": "classic""#).unwrap();
         assert_eq!((c.tcp, c.cc), (TcpKind::Newreno, CcConfig::Reno));
         assert_eq!(
             c,
@@ -520,18 +540,57 @@ mod tests {
         assert_eq!(c.rto.min, SimDuration::from_secs(1));
         assert!(!c.linux() && !c.sack && !c.timestamps && !c.prr && !c.rack);
         assert_eq!(c.recovery_name(), "newreno");
-        let c = flow(r#", "tcp": "bbr""#).unwrap();
-        assert_eq!(c.stack, Stack::Linux);
-        assert!(c.pacing, "BBR paces");
         // classic CUBIC is allowed: Linux's window growth with the classic recovery
-        let c = flow(r#", "tcp": "cubic""#).unwrap();
+        let c = flow(r#", "tcp": "cubic", "stack": "classic""#).unwrap();
         assert_eq!((c.stack, c.cc), (Stack::Classic, CcConfig::Cubic));
-        let c = flow(r#", "tcp": "reno", "sack": true"#).unwrap();
+        let c = flow(r#", "tcp": "reno", "sack": true, "stack": "classic""#).unwrap();
         assert_eq!(
             c.recovery_name(),
             "sack",
             "RFC 6675 replaces Reno's recovery"
         );
+    }
+
+    /// Issue 25 item 1: one default profile for every congestion control, the Linux
+    /// stack wherever it runs the variant; the rest keep the classic stack.
+    #[test]
+    fn the_default_stack_is_linux_wherever_the_table_allows() {
+        let c = flow("").unwrap();
+        assert_eq!(
+            (c.stack, c.tcp, c.cc),
+            (Stack::Linux, TcpKind::Cubic, CcConfig::Cubic)
+        );
+        for row in &VARIANTS {
+            let name = row.tcp.name();
+            let p = flow(&format!(r#", "tcp": "{name}""#)).unwrap();
+            let want = if row.linux.is_ok() {
+                Stack::Linux
+            } else {
+                Stack::Classic
+            };
+            assert_eq!(p.stack, want, "tcp = {name}");
+            assert_eq!(
+                p,
+                flow(&format!(r#", "tcp": "{name}", "stack": "{}""#, want.name())).unwrap()
+            );
+        }
+        // the comparison users make first runs on one profile
+        let pick = |t: &str| flow(&format!(r#", "tcp": "{t}""#)).unwrap();
+        let (cubic, bbr, hybla) = (pick("cubic"), pick("bbr"), pick("hybla"));
+        for p in [&bbr, &hybla] {
+            assert_eq!(
+                (p.stack, p.iw_bytes, p.rwnd, p.sack, p.rto.min),
+                (
+                    cubic.stack,
+                    cubic.iw_bytes,
+                    cubic.rwnd,
+                    cubic.sack,
+                    cubic.rto.min
+                )
+            );
+        }
+        assert_eq!(pick("tahoe").stack, Stack::Classic);
+        assert_eq!(pick("peach+").stack, Stack::Classic);
     }
 
     #[test]
@@ -540,7 +599,7 @@ mod tests {
         assert!(e.contains("flow[0].stack") && e.contains("linux"), "{e}");
         let e = flow(r#", "tcp": "bbr", "pacing": false"#).unwrap_err();
         assert!(e.contains("flow[0].pacing"), "{e}");
-        let e = flow(r#", "rack": true"#).unwrap_err();
+        let e = flow(r#", "stack": "classic", "rack": true"#).unwrap_err();
         assert!(e.contains("flow[0].rack"), "{e}");
         let e = flow(r#", "stack": "linux", "prr": false"#).unwrap_err();
         assert!(e.contains("flow[0].prr"), "{e}");

@@ -2,9 +2,13 @@
 //! for the flow keys that have one ([`Stack::defaults`]). The resolved profile of a
 //! flow is a [`super::profile::TcpProfile`].
 //!
-//! - **classic** (the default) is the TCP of the papers: RFC 5681 Reno growth, RFC 6582
+//! Without `stack`, a flow runs on **linux** when the Linux stack runs its `tcp`, on
+//! **classic** otherwise (tahoe and the TCP-Peach family): issue 25, and
+//! docs/notes/defaults.md for the reason and every default's source.
+//!
+//! - **classic** is the TCP of the papers: RFC 5681 Reno growth, RFC 6582
 //!   NewReno or RFC 6675 SACK recovery, RFC 6298 RTO with a 1 s minimum, IW 1, no
-//!   timestamps, 200 ms delayed ACKs. Existing scenarios keep their results.
+//!   timestamps, 200 ms delayed ACKs. The paper reproductions pin it.
 //! - **linux** models the TCP of a current Linux kernel (6.x, the kernel this project
 //!   was developed on): IW 10, RTO = SRTT + max(200 ms, 4·mdev) (Linux's estimator,
 //!   maximum 120 s), SACK with D-SACK, timestamps, PRR, RACK-TLP loss detection and
@@ -24,10 +28,11 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stack {
-    /// The papers' TCP (RFC 5681/6582/6675/6298); today's defaults.
-    #[default]
+    /// The papers' TCP (RFC 5681/6582/6675/6298); the default for tahoe and the
+    /// TCP-Peach family only.
     Classic,
-    /// A Linux 6.x profile.
+    /// A Linux 6.x profile; the default wherever it runs the flow's `tcp`.
+    #[default]
     Linux,
 }
 

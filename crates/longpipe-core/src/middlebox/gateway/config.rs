@@ -271,9 +271,11 @@ impl GatewaySpec {
             .unwrap_or(SimDuration::from_secs(1));
         let split = if split {
             // the variant/stack table and the stacks' defaults, as for a flow
+            let tcp = self.tcp.unwrap_or_default().kind();
             let spec = FlowSpec {
-                tcp: Some(self.tcp.unwrap_or_default().kind()),
-                stack: self.stack,
+                tcp: Some(tcp),
+                // the leg keeps its own default stack (issue 25 item 4), not the flows'
+                stack: Some(self.stack.unwrap_or(tcp.classic_era_stack())),
                 hybla: self.hybla.clone(),
                 sack: self.sack,
                 iw: self.iw.map(IwSpec::Segments),
