@@ -5,6 +5,8 @@ from typing import Literal, overload
 
 import numpy as np
 
+__all__ = ["run", "validate", "check_work", "schema", "result_schema", "ScenarioError", "__version__"]
+
 __version__: str
 
 class ScenarioError(ValueError):
@@ -43,3 +45,4 @@ def run(
 def validate(scenario_json: str) -> dict[str, float]: ...
 def check_work(scenario_json: str) -> None: ...
 def schema() -> str: ...
+def result_schema() -> str: ...

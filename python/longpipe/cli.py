@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from . import api
 
-    print(json.dumps(api.schema(), indent=2))
+    print(json.dumps(api.result_schema() if args.result else api.schema(), indent=2))
     return 0
 
 
@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweeps_cli.add_exec_args(r)
     r.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("schema", help="print the scenario JSON Schema")
+    s = sub.add_parser("schema", help="print the scenario JSON Schema (--result: the result's)")
+    s.add_argument("--result", action="store_true", help="the result document's schema (what `run` writes)")
     s.set_defaults(func=cmd_schema)
 
     c = sub.add_parser("compare", help="compare variants (congestion controls, or any key) side by side",
