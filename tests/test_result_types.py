@@ -142,3 +142,4 @@ def test_the_checker_catches_an_undeclared_and_a_missing_field() -> None:
     _check(schema, schema, rec, "result", errors)
     assert any("extra_field" in e for e in errors)
     assert any("goodput_bps" in e for e in errors)
+

@@ -5,7 +5,7 @@ from typing import Literal, overload
 
 import numpy as np
 
-__all__ = ["run", "validate", "check_work", "schema", "result_schema", "ScenarioError", "__version__"]
+__all__ = ["ScenarioError", "__version__", "check_work", "result_schema", "run", "schema", "validate"]
 
 __version__: str
 
