@@ -3,6 +3,7 @@ the seed-001 Hybla model (eqs. 2-20) and the ``model`` CLI."""
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -502,3 +503,50 @@ def test_cli_cubic_and_bbr(capsys):
     # on GEO with bit errors: Reno < CUBIC < BBR's bound <= the link
     assert reno["throughput_bps"] < c["throughput_bps"] < b["throughput_bps"] <= 25e6
     assert c["regime"] == "cubic" and b["regime"] == "bandwidth-limited"
+
+
+# --- models beside simulation: compare --plot --model (issue 25 item 6) ----------------------
+
+def test_compare_model_names_are_checked():
+    from longpipe.plots import parse_models
+
+    assert parse_models("cubic, bbr") == ["cubic", "bbr"] and parse_models(None) == []
+    for bad in ("vegas", "", ",", "cubic,vegas"):
+        with pytest.raises(ValueError, match="^--model:"):
+            parse_models(bad)
+
+
+def test_model_line_uses_the_runs_own_inputs():
+    import longpipe
+    from longpipe.plots import model_inputs, model_line
+
+    sc, _ = longpipe.load_scenario(Path(__file__).resolve().parents[1] / "examples" / "geo.toml")
+    sc["duration"] = "20s"
+    sc["link"][1]["loss"] = {"kind": "ber", "ber": 1e-6}
+    res = longpipe.run(sc, seed=1)
+    f = res.data["flows"][0]
+    rtt, p, rate = model_inputs(res, 0, sc)
+    assert rtt == f["mean_rtt_s"] and rate == 20e6
+    assert p == (f["fast_recoveries"] + f["timeouts"]) / f["segments_sent"] > 0
+    y, label = model_line("cubic", res, 0, sc)
+    assert y == pytest.approx(mcli.evaluate("cubic", rtt, p, mss=f["mss"], rate=rate)["throughput_bps"])
+    assert label.startswith("cubic model:")
+    bbr, _ = model_line("bbr", res, 0, sc)
+    assert bbr == pytest.approx(20e6 * (1 - p))
+
+
+def test_compare_plot_with_models(tmp_path):
+    import subprocess
+    import sys
+
+    geo = Path(__file__).resolve().parents[1] / "examples" / "geo.toml"
+    base = [sys.executable, "-m", "longpipe", "compare", str(geo), "--tcp", "cubic,bbr", "--set", "duration=10s"]
+    r = subprocess.run([*base, "--model", "cubic"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "--model:" in r.stderr and "--plot" in r.stderr
+    r = subprocess.run([*base, "--plot", str(tmp_path / "c.png"), "--model", "vegas"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and "--model:" in r.stderr and not (tmp_path / "c.png").exists()
+    r = subprocess.run([*base, "--plot", str(tmp_path / "c.png"), "--model", "cubic,bbr,pftk"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
