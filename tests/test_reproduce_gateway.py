@@ -1,5 +1,7 @@
 """`longpipe reproduce gateway --quick` end to end."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -27,6 +29,17 @@ def test_reproduce_gateway_quick(tmp_path):
     # with it, more bit errors never help
     w = [row["with_mbps"] for row in rows]
     assert all(a >= b * 0.98 for a, b in zip(w, w[1:]))
+    # the finite-client-speed study (issue 30 item 9): a client that reads faster than the
+    # line never overflows (the result is the instant reader's); one that reads slower
+    # overflows its buffer already at BER 0 (go-back-N) and loses throughput
+    speed = {row["read_rate"]: row for row in csv.DictReader(io.StringIO((out / "client_speed.csv").read_text()))}
+    assert set(speed) == {rr or "at once" for rr in gateway.READ_RATES}
+    for rr in ("at once", "5Mbps"):
+        assert float(speed[rr]["go_back_n_ber0"]) == 0
+    assert float(speed["5Mbps"]["with_mbps_ber0"]) == pytest.approx(float(speed["at once"]["with_mbps_ber0"]))
+    assert float(speed["4Mbps"]["go_back_n_ber0"]) > 0
+    assert float(speed["4Mbps"]["with_mbps_ber0"]) < 0.95 * float(speed["at once"]["with_mbps_ber0"])
+    assert "finite client speed:" in r.stdout
     for f in ("tsg_without_gateway.png", "tsg_with_gateway.png"):
         assert (out / f).read_bytes()[:4] == b"\x89PNG"
     assert (out / "table1_throughput_vs_ber.png").read_bytes()[:4] == b"\x89PNG"

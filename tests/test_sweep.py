@@ -262,6 +262,22 @@ def test_summary_mean_and_ci(tmp_path, tiny):
     assert r.returncode == 2 and "unknown metric" in r.stderr
 
 
+def test_t975_is_scipys_quantile_without_importing_scipy():
+    from scipy import stats
+
+    from longpipe.sweeps.summary import t975
+
+    for df in [*range(1, 301), 1000, 4999, 5000]:
+        assert t975(df) == pytest.approx(float(stats.t.ppf(0.975, df)), rel=1e-12, abs=0), df
+    with pytest.raises(ValueError):
+        t975(0)
+    code = ("import sys\nfrom longpipe.sweeps.summary import mean_ci95\n"
+            "m, h = mean_ci95([1.0, 2.0, 4.0])\nassert abs(h - 4.303 * 1.5275 / 3 ** 0.5) < 1e-2, h\n"
+            "print('scipy' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
+
+
 def test_plot_log_axis_and_png(tmp_path, tiny):
     import longpipe
     from longpipe.sweeps.plot import figure

@@ -443,7 +443,9 @@ pub fn run(o: &Opts, mut path: PacketPath, devs: [OwnedFd; 2], io: LoopIo) -> io
             );
         }
         if let Some(s) = stop_at {
-            if t.0 >= s || path.gw.held_totals().0 == 0 {
+            // done when nothing needs the gateway any more: no bytes held, and every
+            // rescaled connection's server side finished (its FIN acknowledged)
+            if t.0 >= s || path.gw.needed() == 0 {
                 read_dev_dropped(&mut path, names);
                 let (held, unsent) = path.gw.held_totals();
                 // what cannot go on without the gateway: reset on both sides, counted

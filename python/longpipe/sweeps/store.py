@@ -276,7 +276,9 @@ def read_run_file(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise RunFileError(f"cannot read: {e.strerror or e}", replaceable=False) from None
     try:
-        t = pq.read_table(pa.BufferReader(raw))
+        # one row: no thread pools (Arrow's pool threads alive at interpreter exit can
+        # abort the process, apache/arrow#34314)
+        t = pq.read_table(pa.BufferReader(raw), use_threads=False, pre_buffer=False)
     except Exception as e:  # pyarrow raises many kinds (ArrowInvalid, OSError, ...) on damaged bytes
         raise RunFileError(f"not a readable Parquet file ({_first_sentence(e)})") from None
     return check_table(t, path.name[: -len(".parquet")])

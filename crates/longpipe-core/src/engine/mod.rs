@@ -1,12 +1,22 @@
 //! The event queue: a min-heap ordered by (time, insertion sequence), so events at the
 //! same instant run in the order they were scheduled. Time never goes backwards. And
 //! the [`driver`] that runs a network of elements on it.
+//!
+//! Invariants:
+//! - (time, sequence) is a total order (sequences are unique), so events come out in
+//!   exactly one order whatever the heap's shape: any correct heap gives byte-identical
+//!   runs.
+//! - *Lazy pop*: popping a plain event leaves its entry at the root, marked stale. The
+//!   handler of an event almost always schedules one, and the next schedule then
+//!   overwrites the root and sifts it down once, instead of a pop (sift down) followed
+//!   by a push (sift up). A stale root is removed for real only when the next pop comes
+//!   before any schedule. Measured 0.80x CPU on `examples/dumbbell100.toml` (issue 31,
+//!   BENCHMARKS.md).
 
 pub mod driver;
 
 use crate::time::SimTime;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// Where a heap entry's event is: a slot, or the head of a lane.
 #[derive(Clone, Copy)]
@@ -24,21 +34,117 @@ struct Entry {
     at: At,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
+impl Entry {
+    /// Strictly earlier in (time, sequence) order.
+    #[inline(always)]
+    fn before(&self, o: &Entry) -> bool {
+        (self.time, self.seq) < (o.time, o.seq)
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
+
+/// A binary min-heap of entries whose root may be *stale* (already popped, waiting to be
+/// overwritten by the next push; see the module docs).
+#[derive(Default)]
+struct LazyHeap {
+    v: Vec<Entry>,
+    /// `v[0]` has been popped and is no longer part of the heap.
+    stale: bool,
 }
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // reversed: BinaryHeap is a max-heap
-        (o.time, o.seq).cmp(&(self.time, self.seq))
+
+impl LazyHeap {
+    #[inline]
+    fn len(&self) -> usize {
+        self.v.len() - self.stale as usize
+    }
+
+    /// The earliest live entry.
+    #[inline]
+    fn peek(&self) -> Option<&Entry> {
+        if !self.stale {
+            return self.v.first();
+        }
+        match (self.v.get(1), self.v.get(2)) {
+            (Some(a), Some(b)) => Some(if b.before(a) { b } else { a }),
+            (a, _) => a,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        if self.stale {
+            self.stale = false;
+            self.v[0] = e;
+            self.sift_down(0);
+        } else {
+            self.v.push(e);
+            self.sift_up(self.v.len() - 1);
+        }
+    }
+
+    /// Removes a stale root for real, so that `v[0]` is the earliest live entry.
+    #[inline]
+    fn settle(&mut self) {
+        if self.stale {
+            self.stale = false;
+            let last = self.v.pop().expect("a stale root");
+            if !self.v.is_empty() {
+                self.v[0] = last;
+                self.sift_down(0);
+            }
+        }
+    }
+
+    /// Marks the (settled) root popped.
+    #[inline]
+    fn pop_lazily(&mut self) {
+        debug_assert!(!self.stale && !self.v.is_empty());
+        self.stale = true;
+    }
+
+    /// Replaces the (settled) root by `e`: a pop and a push in one sift.
+    #[inline]
+    fn replace_root(&mut self, e: Entry) {
+        debug_assert!(!self.stale && !self.v.is_empty());
+        self.v[0] = e;
+        self.sift_down(0);
+    }
+
+    #[inline]
+    fn sift_up(&mut self, mut i: usize) {
+        let e = self.v[i];
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if !e.before(&self.v[p]) {
+                break;
+            }
+            self.v[i] = self.v[p];
+            i = p;
+        }
+        self.v[i] = e;
+    }
+
+    #[inline]
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.v.len();
+        let e = self.v[i];
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && self.v[r].before(&self.v[l]) {
+                r
+            } else {
+                l
+            };
+            if !self.v[c].before(&e) {
+                break;
+            }
+            self.v[i] = self.v[c];
+            i = c;
+        }
+        self.v[i] = e;
     }
 }
 
@@ -49,7 +155,7 @@ impl Ord for Entry {
 /// stays as small as the number of lanes plus other events, while the order in which
 /// events come out is exactly that of one heap holding them all.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry>,
+    heap: LazyHeap,
     /// Events by slot; `free` lists the empty slots.
     slots: Vec<Option<E>>,
     free: Vec<u32>,
@@ -68,7 +174,7 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::new(),
+            heap: LazyHeap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             lanes: Vec::new(),
@@ -160,24 +266,27 @@ impl<E> EventQueue<E> {
         if self.heap.peek()?.time > until {
             return None;
         }
-        let e = self.heap.pop()?;
+        self.heap.settle();
+        let e = self.heap.v[0];
         debug_assert!(e.time >= self.now);
         self.now = e.time;
         self.executed += 1;
         let ev = match e.at {
             At::Slot(s) => {
+                self.heap.pop_lazily();
                 self.free.push(s);
                 self.slots[s as usize].take().expect("a scheduled event")
             }
             At::Lane(l) => {
                 let lane = &mut self.lanes[l as usize];
                 let (_, _, ev) = lane.pop_front().expect("a lane's head");
-                if let Some(&(time, seq, _)) = lane.front() {
-                    self.heap.push(Entry {
+                match lane.front() {
+                    Some(&(time, seq, _)) => self.heap.replace_root(Entry {
                         time,
                         seq,
                         at: At::Lane(l),
-                    });
+                    }),
+                    None => self.heap.pop_lazily(),
                 }
                 ev
             }
@@ -191,7 +300,7 @@ impl<E> EventQueue<E> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.len() == 0
     }
 }
 
@@ -258,5 +367,55 @@ mod tests {
             [1, 3, 5, 5, 5, 5, 6, 7, 9, 9]
         );
         assert!(a.is_empty() && a.len() == 0);
+    }
+
+    #[test]
+    fn lazy_pop_matches_a_sorted_reference() {
+        // Interleaved schedules (plain and in lanes), pops with and without a schedule
+        // between them and bounded pops that leave a stale root in place: the order is
+        // that of a plain sorted list of (time, insertion).
+        let mut q = EventQueue::new();
+        let lanes = [q.add_lane(), q.add_lane(), q.add_lane()];
+        let mut reference: Vec<(u64, u64, usize)> = vec![];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut n, mut seq, mut now) = (0usize, 0u64, 0u64);
+        for _ in 0..5_000 {
+            let r = next();
+            match r % 7 {
+                0..=2 => {
+                    let t = now + next() % 50;
+                    let k = (next() % 4) as usize;
+                    if k < 3 {
+                        q.schedule_in(lanes[k], SimTime(t), n);
+                    } else {
+                        q.schedule(SimTime(t), n);
+                    }
+                    reference.push((t, seq, n));
+                    seq += 1;
+                    n += 1;
+                }
+                _ => {
+                    let until = now + next() % 20;
+                    reference.sort();
+                    let want = reference.first().filter(|e| e.0 <= until).copied();
+                    let got = q.pop_until(SimTime(until));
+                    assert_eq!(got.map(|(t, v)| (t.0, v)), want.map(|(t, _, v)| (t, v)));
+                    if want.is_some() {
+                        reference.remove(0);
+                        now = want.unwrap().0;
+                    }
+                    assert_eq!(q.len(), reference.len());
+                    assert_eq!(q.is_empty(), reference.is_empty());
+                    reference.sort();
+                    assert_eq!(q.peek_time().map(|t| t.0), reference.first().map(|e| e.0));
+                }
+            }
+        }
     }
 }

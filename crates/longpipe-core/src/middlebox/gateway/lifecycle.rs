@@ -20,6 +20,16 @@ impl<P: GwPacket> Gateway<P> {
         }
     }
 
+    /// Spoof mode: the connections that cannot go on without the gateway
+    /// ([`spoof::Conn::needs_gateway`]); a stopping daemon drains until there are none
+    /// (or its deadline).
+    pub fn needed(&self) -> usize {
+        match &self.conns {
+            Conns::Spoof(cs) => cs.values().filter(|c| c.needs_gateway()).count(),
+            Conns::Split(_) => 0,
+        }
+    }
+
     /// Spoof mode, stopping: resets both sides of every connection that cannot go on
     /// without the gateway ([`spoof::Conn::needs_gateway`]) and forgets it; the rest
     /// continue end to end. Returns (connections reset, bytes the servers saw

@@ -829,3 +829,51 @@ fn data_kept_behind_a_hole_goes_on_with_tsvals_that_never_decrease() {
     let last = out.iter().rfind(|p| p.src == CLIENT).unwrap();
     assert_eq!(last.seg.opts.timestamps, Some((51, 110)));
 }
+
+#[test]
+fn stopping_leaves_a_rescaled_connection_whose_server_side_is_done_to_close_end_to_end() {
+    // The gateway substituted its own window scale for the client's (2 -> 4): the server
+    // reads the client's windows wrongly without it. Once the client has acknowledged
+    // the server's last byte and FIN, the server has nothing more to send, so the
+    // connection closes end to end: stopping must not reset it (a killed daemon's
+    // drain reset servers whose clients had everything, issue 26).
+    let mut gw = Gateway::new(cfg(r#""buffer":"1MB","shared":false"#), UP);
+    let (c_isn, s_isn) = (7_000u32, 90_000u32);
+    open(&mut gw, 40_000, c_isn, s_isn, Some(2));
+    let mut out = vec![];
+    let data = pkt(true, 40_000, ACK | FIN, s_isn + 1, c_isn + 1, 1000);
+    gw.on_packet(SimTime(10), Dir::ToClient, data, &mut out);
+    // before the client's ACK: the gateway holds the data, the server saw it acknowledged
+    let mut probe = Gateway::new(cfg(r#""buffer":"1MB","shared":false"#), UP);
+    open(&mut probe, 40_000, c_isn, s_isn, Some(2));
+    probe.on_packet(
+        SimTime(10),
+        Dir::ToClient,
+        pkt(true, 40_000, ACK | FIN, s_isn + 1, c_isn + 1, 1000),
+        &mut vec![],
+    );
+    let mut rst = vec![];
+    assert_eq!(
+        probe.reset_all(SimTime(11), &mut rst).0,
+        1,
+        "held data: reset"
+    );
+    // the client acknowledges the data and the FIN
+    let ack = pkt(false, 40_000, ACK, c_isn + 1, s_isn + 1002, 0);
+    gw.on_packet(SimTime(20), Dir::ToServer, ack, &mut out);
+    let mut rst = vec![];
+    assert_eq!(gw.reset_all(SimTime(21), &mut rst), (0, 0));
+    assert!(rst.is_empty(), "no RST to either end");
+    // a rescaled connection whose server still sends does need the gateway
+    let mut busy = Gateway::new(cfg(r#""buffer":"1MB","shared":false"#), UP);
+    open(&mut busy, 40_001, c_isn, s_isn, Some(2));
+    let d = pkt(true, 40_001, ACK, s_isn + 1, c_isn + 1, 1000);
+    busy.on_packet(SimTime(10), Dir::ToClient, d, &mut out);
+    let a = pkt(false, 40_001, ACK, c_isn + 1, s_isn + 1001, 0);
+    busy.on_packet(SimTime(20), Dir::ToServer, a, &mut out);
+    assert_eq!(
+        busy.reset_all(SimTime(21), &mut rst).0,
+        1,
+        "rescaled, still sending"
+    );
+}

@@ -126,11 +126,14 @@ impl<P: GwPacket> Conn<P> {
     }
 
     /// The connection cannot go on without the gateway: it holds bytes the server saw
-    /// acknowledged, or the server reads the client's windows with a scale the gateway
-    /// substituted for the client's own.
+    /// acknowledged, or the server still sends and reads the client's windows with a
+    /// scale the gateway substituted for the client's own. Once the client has
+    /// acknowledged the server's FIN the server sends nothing more, and the rest of the
+    /// close (the client's FIN, the server's ACK of it) needs no window: it goes on end
+    /// to end.
     pub fn needs_gateway(&self) -> bool {
         let rescaled = self.scaling() && self.client.wscale != Some(self.gw_shift);
-        !self.held.is_empty() || !self.ooo.is_empty() || rescaled
+        !self.held.is_empty() || !self.ooo.is_empty() || (rescaled && !self.fin_acked)
     }
 
     /// The gateway gives the connection up: a RST to each end at the number the
