@@ -28,6 +28,7 @@ $(VENV)/.deps: requirements-dev.txt
 
 $(VENV)/.built: $(VENV)/.deps $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release -q
+	$(PY) -m longpipe._typegen  # python/longpipe/_results.py from the result schema
 	cargo build -p longpipe-emu -p longpipe-gateway --release -q
 	touch $@
 
@@ -89,9 +90,11 @@ mutants: ## mutation testing of tcp/ (cargo-mutants; hours): survivors in mutant
 	command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
 	cargo mutants -p longpipe-core --profile mutants -f '$(MUTANTS_FILES)' --timeout 300 -j 1 $(MUTANTS_ARGS)
 
-lint: $(VENV)/.deps ## ruff, mypy --strict, rustfmt, clippy; fails on the first that fails
+lint: $(VENV)/.built ## ruff, mypy --strict, stubtest, rustfmt, clippy; fails on the first that fails
 	$(VENV)/bin/ruff check python tests benches examples
 	$(VENV)/bin/mypy
+	$(PY) -m longpipe._typegen --check
+	$(VENV)/bin/stubtest longpipe._core longpipe._results
 	cargo fmt --all --check
 	cargo clippy --workspace --release -q -- -D warnings
 

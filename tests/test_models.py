@@ -3,6 +3,7 @@ the seed-001 Hybla model (eqs. 2-20) and the ``model`` CLI."""
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -369,7 +370,7 @@ def test_cli_bad_input_exits_2(name, extra, option, capsys, tmp_path, monkeypatc
 
 def test_cli_argparse_errors_return_2(capsys):
     assert mcli.main(["model", "hybla", "--rtt", "0.1", "--p", "x"]) == 2
-    assert mcli.main(["model", "cubic", "--rtt", "0.1", "--p", "0.1"]) == 2
+    assert mcli.main(["model", "vegas", "--rtt", "0.1", "--p", "0.1"]) == 2
     assert mcli.main(["model", "reno", "--p", "0.1"]) == 2
     assert "error:" in capsys.readouterr().err
 
@@ -391,3 +392,161 @@ def test_cli_registers_on_a_parent_parser():
     mcli.register(parser.add_subparsers(dest="cmd"))
     args = parser.parse_args(["model", "reno", "--rtt", "0.2", "--p", "0.01"])
     assert args.func is mcli.run and args.b == 2 and math.isinf(args.wmax)
+
+
+# --- units, link rate, BER, CUBIC and BBR (issue 25 item 6) ---------------------------------
+
+def _json(argv, capsys):
+    assert mcli.main(["model", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cli_takes_units_like_other_commands(capsys):
+    with_units = _json(["pftk", "--rtt", "560ms", "--p", "1e-3", "--t0", "1500ms", "--mss", "1.5kB"], capsys)
+    bare = _json(["pftk", "--rtt", "0.56", "--p", "1e-3", "--t0", "1.5", "--mss", "1500"], capsys)
+    assert with_units == bare
+    assert with_units["inputs"]["rtt_s"] == pytest.approx(0.56) and with_units["inputs"]["mss"] == 1500
+
+
+def test_cli_default_mss_is_1460_and_said(capsys):
+    d = _json(["reno", "--rtt", "0.2", "--p", "0.01"], capsys)
+    assert d["inputs"]["mss"] == 1460
+    assert d["throughput_bps"] == pytest.approx(d["throughput_pps"] * 8 * 1460)
+    assert mcli.main(["model", "reno", "--rtt", "0.2", "--p", "0.01"]) == 0
+    assert "MSS 1460 B (default)" in capsys.readouterr().out
+
+
+def test_cli_rate_caps_every_model(capsys):
+    free = _json(["reno", "--rtt", "560ms", "--p", "1e-4"], capsys)
+    assert free["throughput_bps"] > 1e6 and free["regime"] == "unlimited"
+    capped = _json(["reno", "--rtt", "560ms", "--p", "1e-4", "--rate", "1Mbps"], capsys)
+    assert capped["throughput_bps"] == 1e6 and capped["regime"] == "link-limited"
+    assert capped["throughput_pps"] == pytest.approx(1e6 / (8 * 1460))
+    # below the rate, the cap changes nothing
+    assert _json(["reno", "--rtt", "560ms", "--p", "1e-4", "--rate", "1Gbps"], capsys)["throughput_bps"] == \
+        pytest.approx(free["throughput_bps"])
+
+
+def test_ber_to_packet_loss():
+    from longpipe.models.modern import ber_to_loss
+
+    assert ber_to_loss(1e-6, 1500) == pytest.approx(1 - (1 - 1e-6) ** 12000, rel=1e-12)
+    assert ber_to_loss(1e-6, 1500) == pytest.approx(0.011928, rel=1e-4)
+    assert ber_to_loss(0.0, 1500) == 0.0
+    assert ber_to_loss(1e-12, 40) == pytest.approx(320e-12, rel=1e-6)  # no cancellation at tiny BERs
+
+
+def test_cli_ber_with_packet_size(capsys):
+    d = _json(["reno", "--rtt", "560ms", "--ber", "1e-7", "--packet-size", "1000B"], capsys)
+    assert d["inputs"]["p"] == pytest.approx(1 - (1 - 1e-7) ** 8000, rel=1e-12)
+    assert d["inputs"]["ber"] == 1e-7 and d["inputs"]["packet_size"] == 1000
+    # default packet size: MSS + 40 B of headers
+    assert _json(["reno", "--rtt", "560ms", "--ber", "1e-7"], capsys)["inputs"]["packet_size"] == 1500
+    assert _json(["reno", "--rtt", "560ms", "--ber", "1e-7", "--mss", "536"], capsys)["inputs"]["packet_size"] == 576
+    same = _json(["reno", "--rtt", "560ms", "--p", repr(1 - (1 - 1e-7) ** 8000)], capsys)
+    assert same["throughput_pps"] == pytest.approx(d["throughput_pps"], rel=1e-9)
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["reno", "--rtt", "560ms", "--p", "0.01", "--ber", "1e-6"], "argument --ber"),
+    (["reno", "--rtt", "560ms", "--ber", "1.5"], "--ber"),
+    (["reno", "--rtt", "560ms", "--p", "0.01", "--packet-size", "1500"], "--packet-size"),
+    (["reno", "--rtt", "560ms", "--ber", "1e-6", "--packet-size", "0B"], "--packet-size"),
+    (["reno", "--rtt", "5 fortnights", "--p", "0.01"], "--rtt"),
+    (["reno", "--rtt", "560ms", "--p", "0.01", "--rate", "25 furlongs"], "--rate"),
+    (["reno", "--rtt", "560ms", "--p", "0.01", "--rate", "0Mbps"], "--rate"),
+    (["reno", "--rtt", "560ms", "--p", "0.01", "--mss", "1460parsecs"], "--mss"),
+    (["bbr", "--rtt", "560ms", "--p", "0.01"], "--rate"),
+    (["cubic", "--rtt", "560ms", "--p", "0"], "--p"),
+])
+def test_cli_bad_units_and_loss_exit_2(argv, option, capsys):
+    assert mcli.main(["model", *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {option}" in err and "Traceback" not in err
+
+
+def test_cubic_response_function():
+    from longpipe.models.modern import cubic_model, cubic_window
+
+    # RFC 9438 section 5.1 with C = 0.4, beta = 0.7
+    k = (0.4 * 3.7 / (4 * 0.3)) ** 0.25
+    w, region = cubic_window(0.56, 1e-4)
+    assert region == "cubic" and w == pytest.approx(k * 0.56**0.75 / 1e-4**0.75)
+    # W ~ RTT^(3/4) / p^(3/4): 16x less loss gives 8x the window
+    assert cubic_window(0.56, 1e-4 / 16)[0] == pytest.approx(8 * w)
+    # short RTT, high loss: the Reno-friendly region, sqrt(3 / (2p)) (RFC 9438 section 4.3)
+    w2, region2 = cubic_window(0.01, 0.01)
+    assert region2 == "reno-friendly" and w2 == pytest.approx(math.sqrt(150))
+    m = cubic_model(0.56, 1e-4, mss=1000)
+    assert m.throughput_pps == pytest.approx(w / 0.56) and m.throughput_bps == pytest.approx(w / 0.56 * 8000)
+    limited = cubic_model(0.56, 1e-4, wmax=50)
+    assert limited.regime == "window-limited" and limited.throughput_pps == pytest.approx(50 / 0.56)
+    # on a long path CUBIC's response beats Reno's sqrt(3/(2p)) window
+    assert cubic_model(0.56, 1e-4).W > math.sqrt(3 / 2e-4)
+
+
+def test_bbr_bandwidth_delay_bound():
+    from longpipe.models.modern import bbr_bound
+
+    b = bbr_bound(0.56, 0.01, 25e6, mss=1460)
+    assert b.regime == "bandwidth-limited" and b.throughput_bps == pytest.approx(25e6 * 0.99)
+    w = bbr_bound(0.56, 0.01, 25e6, wmax=100, mss=1460)
+    assert w.regime == "window-limited" and w.throughput_pps == pytest.approx(100 / 0.56)
+    with pytest.raises(ValueError, match="^rate:"):
+        bbr_bound(0.56, 0.01, 0.0)
+
+
+def test_cli_cubic_and_bbr(capsys):
+    c = _json(["cubic", "--rtt", "560ms", "--ber", "1e-7", "--rate", "25Mbps"], capsys)
+    b = _json(["bbr", "--rtt", "560ms", "--ber", "1e-7", "--rate", "25Mbps"], capsys)
+    reno = _json(["reno", "--rtt", "560ms", "--ber", "1e-7", "--rate", "25Mbps"], capsys)
+    # on GEO with bit errors: Reno < CUBIC < BBR's bound <= the link
+    assert reno["throughput_bps"] < c["throughput_bps"] < b["throughput_bps"] <= 25e6
+    assert c["regime"] == "cubic" and b["regime"] == "bandwidth-limited"
+
+
+# --- models beside simulation: compare --plot --model (issue 25 item 6) ----------------------
+
+def test_compare_model_names_are_checked():
+    from longpipe.plots import parse_models
+
+    assert parse_models("cubic, bbr") == ["cubic", "bbr"] and parse_models(None) == []
+    for bad in ("vegas", "", ",", "cubic,vegas"):
+        with pytest.raises(ValueError, match="^--model:"):
+            parse_models(bad)
+
+
+def test_model_line_uses_the_runs_own_inputs():
+    import longpipe
+    from longpipe.plots import model_inputs, model_line
+
+    sc, _ = longpipe.load_scenario(Path(__file__).resolve().parents[1] / "examples" / "geo.toml")
+    sc["duration"] = "20s"
+    sc["link"][1]["loss"] = {"kind": "ber", "ber": 1e-6}
+    res = longpipe.run(sc, seed=1)
+    f = res.data["flows"][0]
+    rtt, p, rate = model_inputs(res, 0, sc)
+    assert rtt == f["mean_rtt_s"] and rate == 20e6
+    assert p == (f["fast_recoveries"] + f["timeouts"]) / f["segments_sent"] > 0
+    y, label = model_line("cubic", res, 0, sc)
+    assert y == pytest.approx(mcli.evaluate("cubic", rtt, p, mss=f["mss"], rate=rate)["throughput_bps"])
+    assert label.startswith("cubic model:")
+    bbr, _ = model_line("bbr", res, 0, sc)
+    assert bbr == pytest.approx(20e6 * (1 - p))
+
+
+def test_compare_plot_with_models(tmp_path):
+    import subprocess
+    import sys
+
+    geo = Path(__file__).resolve().parents[1] / "examples" / "geo.toml"
+    base = [sys.executable, "-m", "longpipe", "compare", str(geo), "--tcp", "cubic,bbr", "--set", "duration=10s"]
+    r = subprocess.run([*base, "--model", "cubic"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "--model:" in r.stderr and "--plot" in r.stderr
+    r = subprocess.run([*base, "--plot", str(tmp_path / "c.png"), "--model", "vegas"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and "--model:" in r.stderr and not (tmp_path / "c.png").exists()
+    r = subprocess.run([*base, "--plot", str(tmp_path / "c.png"), "--model", "cubic,bbr,pftk"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"

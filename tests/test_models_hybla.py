@@ -86,7 +86,7 @@ def test_data_sent_curve():
 def test_model_cli(tmp_path):
     r = cli("model", "hybla", "--rtt", "0.55", "--p", "0.001", "--wmax", "550", "--json", check=True)
     d = json.loads(r.stdout)
-    assert d["regime"] == "window-limited" and d["throughput_bps"] == pytest.approx(d["throughput_pps"] * 8000)
+    assert d["regime"] == "window-limited" and d["throughput_bps"] == pytest.approx(d["throughput_pps"] * 8 * 1460)
     r = cli("model", "pftk", "--rtt", "0.55", "--p", "0.001", "--t0", "1.5", "--json", check=True)
     assert json.loads(r.stdout)["throughput_pps"] == pytest.approx(49.06, abs=0.01)
     png = tmp_path / "m.png"

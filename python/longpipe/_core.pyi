@@ -5,6 +5,8 @@ from typing import Literal, overload
 
 import numpy as np
 
+__all__ = ["ScenarioError", "__version__", "check_work", "result_schema", "run", "schema", "validate"]
+
 __version__: str
 
 class ScenarioError(ValueError):
@@ -43,3 +45,4 @@ def run(
 def validate(scenario_json: str) -> dict[str, float]: ...
 def check_work(scenario_json: str) -> None: ...
 def schema() -> str: ...
+def result_schema() -> str: ...

@@ -25,6 +25,8 @@ from . import _core
 if TYPE_CHECKING:  # NumPy and pandas load on first use: the CLI starts faster without them
     import pandas as pd
 
+    from ._results import SimResult
+
 # The sender reports an unset ("infinite") ssthresh as this value (u64::MAX / 4).
 SSTHRESH_INFINITE = (2**64 - 1) // 4
 
@@ -287,7 +289,7 @@ def apply_override(sc: dict[str, Any], key: str, value: Any, source: str | None 
 class Result:
     """One simulation's results (the JSON contract of DESIGN.md) plus opt-in traces."""
 
-    data: dict[str, Any]
+    data: SimResult
     traces: dict[int, dict[str, Any]] = field(default_factory=dict)
     pcaps: dict[str, bytes] = field(default_factory=dict)
     #: Wall time of the simulation in seconds (not part of ``data``, which is the same for
@@ -606,4 +608,11 @@ def validate(scenario: str | os.PathLike[str] | Mapping[str, Any], overrides: Ma
 
 def schema() -> dict[str, Any]:
     d: dict[str, Any] = json.loads(_core.schema())
+    return d
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of a result (``Result.data``), derived from the Rust structs that
+    write it; ``longpipe._results`` holds the same as TypedDicts."""
+    d: dict[str, Any] = json.loads(_core.result_schema())
     return d

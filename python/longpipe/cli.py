@@ -10,9 +10,7 @@ import argparse
 import contextlib
 import json
 import math
-import os
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -23,37 +21,7 @@ from .options import UsageError
 from .options import overrides as _overrides
 from .options import pcap_specs as _pcap_specs
 from .options import seed_option as _seed_option
-
-
-class _Progress:
-    """A one-line progress report on stderr (a terminal only) for runs longer than
-    LONGPIPE_PROGRESS_AFTER seconds (default 2)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.enabled = not quiet and sys.stderr.isatty()
-        try:
-            self.after = float(os.environ.get("LONGPIPE_PROGRESS_AFTER", "2"))
-        except ValueError:
-            self.after = 2.0
-        self.t0 = time.monotonic()
-        self.shown = False
-
-    def __call__(self, ns: int, total: int) -> None:
-        el = time.monotonic() - self.t0
-        if el < self.after:
-            return
-        frac = ns / total if total else 0.0
-        left = f", about {el * (1 - frac) / frac:.0f} s left" if frac > 0.01 else ""
-        sys.stderr.write(f"\r\033[Ksimulated {ns / 1e9:.6g} s of {total / 1e9:.6g} s ({100 * frac:.0f} %), "
-                         f"{el:.0f} s elapsed{left}")
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-            self.shown = False
+from .progress import RunProgress as _Progress
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -131,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from . import api
 
-    print(json.dumps(api.schema(), indent=2))
+    print(json.dumps(api.result_schema() if args.result else api.schema(), indent=2))
     return 0
 
 
@@ -215,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweeps_cli.add_exec_args(r)
     r.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("schema", help="print the scenario JSON Schema")
+    s = sub.add_parser("schema", help="print the scenario JSON Schema (--result: the result's)")
+    s.add_argument("--result", action="store_true", help="the result document's schema (what `run` writes)")
     s.set_defaults(func=cmd_schema)
 
     c = sub.add_parser("compare", help="compare variants (congestion controls, or any key) side by side",

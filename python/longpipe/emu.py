@@ -19,9 +19,12 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .options import UsageError
+
+if TYPE_CHECKING:
+    from ._results import SimResult
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BINARY = "longpipe-emu"
@@ -166,7 +169,8 @@ def cmd_emu(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     elif args.flows:
-        print(format_result(data))
+        # the emulator writes the simulator's result contract (plus `emu`)
+        print(format_result(cast("SimResult", data)))
         for note in data.get("emu", {}).get("unmapped", []):
             print(f"not mapped onto Linux: {note}")
     else:

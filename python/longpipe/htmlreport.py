@@ -11,10 +11,13 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._io import atomic_write_text
 from .api import ScenarioError
+
+if TYPE_CHECKING:
+    from ._results import SimResult
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
@@ -44,74 +47,17 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _inline(text: str) -> str:
-    t = _e(text)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    t = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", t)
-    t = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", t)
-    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', t)
-
-
 def markdown(text: str) -> str:
-    """A small Markdown subset: headings, fenced code, lists, pipe tables, paragraphs,
-    inline code, bold, italics and links (what our reports use)."""
-    out: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    para: list[str] = []
+    """A reproduction's ``report.md`` as HTML: CommonMark with pipe tables (markdown-it-py),
+    raw HTML escaped, headings one level down (the page title is the only ``h1``)."""
+    from markdown_it import MarkdownIt
 
-    def flush() -> None:
-        if para:
-            out.append("<p>" + _inline(" ".join(para)) + "</p>")
-            para.clear()
-
-    while i < len(lines):
-        ln = lines[i]
-        if ln.startswith("```"):
-            flush()
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            out.append("<pre>" + _e("\n".join(lines[i + 1:j])) + "</pre>")
-            i = j + 1
-            continue
-        m = re.match(r"^(#{1,6})\s+(.*)$", ln)
-        if m:
-            flush()
-            level = min(len(m[1]) + 1, 6)  # the page title is the only h1
-            out.append(f"<h{level}>{_inline(m[2])}</h{level}>")
-        elif re.match(r"^\s*[-*]\s+", ln):
-            flush()
-            items = []
-            while i < len(lines) and re.match(r"^\s*[-*]\s+", lines[i]):
-                item = re.sub(r"^\s*[-*]\s+", "", lines[i])
-                while i + 1 < len(lines) and lines[i + 1].startswith("  ") and lines[i + 1].strip() \
-                        and not re.match(r"^\s*[-*]\s+", lines[i + 1]):
-                    i += 1
-                    item += " " + lines[i].strip()
-                items.append(f"<li>{_inline(item)}</li>")
-                i += 1
-            out.append("<ul>" + "".join(items) + "</ul>")
-            continue
-        elif ln.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|$", lines[i + 1]):
-            flush()
-            hdr = [c.strip() for c in ln.strip("|").split("|")]
-            rows = []
-            i += 2
-            while i < len(lines) and lines[i].startswith("|"):
-                rows.append([c.strip() for c in lines[i].strip("|").split("|")])
-                i += 1
-            out.append("<table><thead><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in hdr) + "</tr></thead><tbody>"
-                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows)
-                       + "</tbody></table>")
-            continue
-        elif not ln.strip():
-            flush()
-        else:
-            para.append(ln.strip())
-        i += 1
-    flush()
-    return "\n".join(out)
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(text)
+    for t in tokens:
+        if t.type in ("heading_open", "heading_close"):
+            t.tag = f"h{min(int(t.tag[1:]) + 1, 6)}"
+    return str(md.renderer.render(tokens, md.options, {}))
 
 
 def _page(title: str, body: str) -> str:
@@ -158,7 +104,7 @@ def run_body(d: Path) -> tuple[str, str]:
                             f"{str(e)[:60]})") from None
 
 
-def _run_body(d: Path, data: Any) -> tuple[str, str]:
+def _run_body(d: Path, data: SimResult) -> tuple[str, str]:
     from .report import format_result
 
     parts = [f"<p class=\"meta\">scenario <b>{_e(data['scenario'])}</b>, seed {_e(data['seed'])}, "
@@ -166,14 +112,16 @@ def _run_body(d: Path, data: Any) -> tuple[str, str]:
     parts.append("<h2>Flows</h2>")
     fl = ["id", "src", "dst", "tcp", "goodput_bps", "bytes_delivered", "segments_sent", "retransmitted_segments",
           "timeouts", "fast_recoveries", "completion_time_s", "mean_rtt_s"]
-    parts.append(_table(fl, [["" if f.get(k) is None else f.get(k) for k in fl] for f in data["flows"]]))
+    parts.append(_table(fl, [[f["id"], f["src"], f["dst"], f["tcp"], f["goodput_bps"], f["bytes_delivered"],
+                              f["segments_sent"], f["retransmitted_segments"], f["timeouts"], f["fast_recoveries"],
+                              _blank(f["completion_time_s"]), _blank(f["mean_rtt_s"])] for f in data["flows"]]))
     parts.append("<h2>Links</h2>")
     ll = ["a", "b", "dir", "utilization", "packets", "drops_queue", "drops_loss", "max_queue_packets"]
-    parts.append(_table(ll, [[lk.get(k, "") for k in ll] for lk in data["links"]]))
+    parts.append(_table(ll, [[lk["a"], lk["b"], lk["dir"], lk["utilization"], lk["packets"], lk["drops_queue"],
+                              lk["drops_loss"], lk["max_queue_packets"]] for lk in data["links"]]))
     if data.get("nodes"):
         parts.append("<h2>Nodes</h2>")
-        parts.append(_table(["name", "kind", "ipv4"], [[n.get("name"), n.get("kind"), n.get("ipv4")]
-                                                       for n in data["nodes"]]))
+        parts.append(_table(["name", "kind", "ipv4"], [[n["name"], n["kind"], n["ipv4"]] for n in data["nodes"]]))
     parts.append("<h2>As printed by longpipe run</h2><pre>" + _e(format_result(data)) + "</pre>")
     figs = _pngs(d)
     ts = sorted(d.glob("flow*-timeseries.csv"))
@@ -214,7 +162,11 @@ def _run_body(d: Path, data: Any) -> tuple[str, str]:
     return f"longpipe run: {data['scenario']}", "\n".join(parts)
 
 
-def workload_tables(d: Path, data: dict[str, Any]) -> dict[str, Any]:
+def _blank(x: object) -> object:
+    return "" if x is None else x
+
+
+def workload_tables(d: Path, data: SimResult) -> dict[str, Any]:
     """The applications' tables a run directory holds (``pages.csv``...) and its users."""
     from .workload import TABLES, users
 

@@ -77,12 +77,62 @@ def window_lines(scenario: dict[str, Any], res: Any, flow: int) -> tuple[float |
     return rwnd, bdp
 
 
+def parse_models(text: str | None) -> list[str]:
+    """``--model cubic,bbr`` -> the model names (``longpipe model``'s); ValueError naming
+    the option otherwise."""
+    from .models.cli import NAMES
+
+    if text is None:
+        return []
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in NAMES]
+    if not names or bad:
+        raise ValueError(f"--model: expected a comma-separated list of {', '.join(NAMES)}, got {text!r}")
+    return names
+
+
+def model_inputs(res: Any, flow: int, scenario: dict[str, Any] | None) -> tuple[float | None, float, float | None]:
+    """The run's own model inputs for a flow: (mean RTT in s, loss-indication rate p,
+    slowest link rate in bit/s). p is as the models (PFTK, RFC 9438) define it: loss
+    indications (fast recoveries + timeouts) per segment sent, not retransmissions, which
+    count each lost segment of one window and go-back-N resends."""
+    f = res.data["flows"][flow]
+    sent = f["segments_sent"]
+    p = (f["fast_recoveries"] + f["timeouts"]) / sent if sent else 0.0
+    links = (scenario or {}).get("link", [])
+    rates = [r for r in (parse_quantity(lk.get("rate"), _RATES) for lk in links if isinstance(lk, dict)) if r]
+    return f["mean_rtt_s"], p, min(rates) if rates else None
+
+
+def model_line(name: str, res: Any, flow: int, scenario: dict[str, Any] | None) -> tuple[float | None, str]:
+    """A model's throughput (bit/s) for the run's own RTT, loss rate, MSS and slowest link
+    (``longpipe model NAME --rtt RTT --p P --mss MSS --rate RATE``), and a legend label;
+    None with the reason when the model is not defined there (no loss, no RTT sample)."""
+    from .models.cli import ModelUsageError, evaluate
+
+    rtt, p, rate = model_inputs(res, flow, scenario)
+    mss = float(res.data["flows"][flow]["mss"])
+    if rtt is None:
+        return None, f"{name}: no RTT sample"
+    if p <= 0 and name != "bbr":
+        return None, f"{name}: no loss in the run"
+    try:
+        r = evaluate(name, rtt, p, mss=mss, rate=rate)
+    except ModelUsageError as e:
+        return None, f"{name}: {e}"
+    return float(r["throughput_bps"]), f"{name} model: {r['throughput_bps'] / 1e6:.3g} Mbit/s (RTT {rtt * 1e3:.0f} ms, " \
+                                        f"p {p:.2g})"
+
+
 def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: str, bin_s: float,
-                   scenario: dict[str, Any] | None = None) -> None:
+                   scenario: dict[str, Any] | None = None, models: list[str] | None = None) -> None:
     """runs: label -> (Result, flow id). Goodput and cwnd over time, one line per label;
     on the cwnd panel the receiver window and the bandwidth-delay product (when the
     scenario is given), retransmissions (ticks) and RTOs (crosses); cwnd above 1.3 × the
-    receiver window is clipped so that one spike does not flatten the rest."""
+    receiver window is clipped so that one spike does not flatten the rest. ``models``
+    (names of ``longpipe model``): each model's throughput for each run's own mean RTT,
+    loss-indication rate, MSS and slowest link, a dashed level on the goodput panel in
+    the run's colour."""
     from ._io import save_figure
 
     plt = _plt()
@@ -94,6 +144,12 @@ def compare_figure(runs: dict[str, Any], path: str | os.PathLike[str], title: st
         ts = res.timeseries(flow)
         x, g = goodput_series(ts, bin_s)
         ax1.step(x, g / 1e6, where="post", label=label, color=color)
+        for m, name in enumerate(models or []):
+            y, note = model_line(name, res, flow, scenario)
+            if y is not None:
+                ax1.axhline(y / 1e6, color=color, ls=("--", ":", "-.")[m % 3], lw=1.2, label=f"{label}: {note}")
+            else:
+                ax1.plot([], [], " ", label=f"{label}: {note}")
         ax2.step(ts["t"], ts["cwnd"] / 1e3, where="post", label=label, color=color, lw=1.1)
         peak = max(peak, float(ts["cwnd"].max()) if len(ts) else 0.0)
         if scenario is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._results import SimResult, Spread
 
 
 def _fmt(v: Any, spec: str = "") -> str:
@@ -24,7 +27,7 @@ def table(headers: list[str], rows: list[list[Any]], align: str | None = None) -
     return "\n".join(lines)
 
 
-def _secs(s: dict[str, Any] | None) -> str:
+def _secs(s: Spread | None) -> str:
     if not s:
         return "-"
     return f"mean {s['mean']:.3g} s, p50 {s['p50']:.3g} s, p95 {s['p95']:.3g} s, max {s['max']:.3g} s"
@@ -36,16 +39,15 @@ def _rate(x: float | None) -> str:
     return f"{x / 1e6:.3g} Mbit/s" if x >= 1e5 else f"{x / 1e3:.3g} kbit/s"
 
 
-def format_workload(data: dict[str, Any]) -> list[str]:
+def format_workload(data: SimResult) -> list[str]:
     """Lines on the applications: pages, requests, chunks, transfers, and per-user figures
     across users (nothing for a run of bulk flows)."""
     w = data.get("workload")
     if not w:
         return []
     out = ["", f"applications: {w['users']} user{'s' if w['users'] != 1 else ''}"]
-    for key, what, dur in (("pages", "pages", "load"), ("requests", "requests", "response"),
-                           ("chunks", "chunks", "download"), ("transfers", "transfers", "completion")):
-        t = w.get(key)
+    for t, what, dur in ((w.get("pages"), "pages", "load"), (w.get("requests"), "requests", "response"),
+                         (w.get("chunks"), "chunks", "download"), (w.get("transfers"), "transfers", "completion")):
         if t:
             out.append(f"  {what}: {t['count']} done, {t['unfinished']} unfinished; {dur} {_secs(t.get('time_s'))}")
     for b in w.get("fct_by_size") or []:
@@ -54,22 +56,21 @@ def format_workload(data: dict[str, Any]) -> list[str]:
         out.append(f"    {b['min_bytes'] / 1e3:g} kB-{hi}: {b['count']} transfers"
                    + (f", FCT mean {s['mean']:.3g} s, p95 {s['p95']:.3g} s" if s else "")
                    + (f", {b['unfinished']} unfinished" if b["unfinished"] else ""))
-    pu = w.get("per_user") or {}
-    rows = []
-    for key, label, fmt in (("goodput_bps", "goodput", _rate), ("page_load_s", "mean page load", None),
-                            ("response_s", "mean response", None), ("fct_s", "mean FCT", None),
-                            ("transfer_rate_bps", "transfer rate", _rate),
-                            ("rebuffer_ratio", "rebuffer ratio", None)):
-        a = pu.get(key)
+    pu = w["per_user"]
+    rows: list[list[Any]] = []
+    for a, label, fmt in ((pu["goodput_bps"], "goodput", _rate), (pu.get("page_load_s"), "mean page load", None),
+                          (pu.get("response_s"), "mean response", None), (pu.get("fct_s"), "mean FCT", None),
+                          (pu.get("transfer_rate_bps"), "transfer rate", _rate),
+                          (pu.get("rebuffer_ratio"), "rebuffer ratio", None)):
         if not a:
             continue
 
-        def f(x: float | None, fmt: Any = fmt, key: str = key) -> str:
+        def f(x: float | None, fmt: Any = fmt, label: str = label) -> str:
             if x is None:
                 return "-"
             if fmt is not None:
                 return str(fmt(x))
-            return f"{x:.3g}" + ("" if key == "rebuffer_ratio" else " s")
+            return f"{x:.3g}" + ("" if label == "rebuffer ratio" else " s")
 
         rows.append([label, f(a["mean"]), f(a["p50"]), f(a["p95"]), f(a["min"]), f(a["max"]),
                      _fmt(a.get("jain"), ".3f")])
@@ -78,7 +79,7 @@ def format_workload(data: dict[str, Any]) -> list[str]:
         out.append(table(["per user", "mean", "p50", "p95", "min", "max", "Jain"], rows, "lrrrrrr"))
     users = data.get("users") or []
     if users:
-        urows = []
+        urows: list[list[Any]] = []
         for u in users:
             urows.append([u["name"], u["kind"], _rate(u["goodput_bps"]),
                           _fmt(u.get("page_load_mean_s"), ".3f"), _fmt(u.get("response_mean_s"), ".3f"),
@@ -90,10 +91,10 @@ def format_workload(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
+def format_result(data: SimResult, wall_s: float | None = None) -> str:
     out = [f"scenario {data['scenario']}  seed {data['seed']}  duration {data['duration_s']:g} s"
            + (f"  (statistics after {data['warmup_s']:g} s)" if data.get("warmup_s") else "")]
-    rows = []
+    rows: list[list[Any]] = []
     for f in data["flows"]:
         rows.append([
             f["id"], f"{f['src']}->{f['dst']}", f["tcp"], f"{f['goodput_bps'] / 1e6:.4f}", f["bytes_delivered"],
@@ -114,7 +115,7 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
     mixed = warning(profiles)
     if mixed:
         out.append(mixed)
-    lrows = []
+    lrows: list[list[Any]] = []
     for lk in data["links"]:
         if lk["packets"] == 0 and lk["drops_queue"] == 0:
             continue
@@ -126,7 +127,7 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
     out.append(table(["link", "util", "packets", "queue drops", "loss drops", "max queue"], lrows))
     for lk in data["links"]:
         l2 = lk.get("l2")
-        if l2 and l2.get("kind") == "atm":
+        if l2 and l2["kind"] == "atm":
             if l2.get("cells_dropped"):
                 out.append(f"ATM {lk['a']}->{lk['b']} ({l2['policy']}, buffer {l2['buffer_cells']} cells): "
                            f"{l2['cells_dropped']} cells dropped (full {l2['dropped_full']}, tagged "
@@ -134,7 +135,7 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
                            f"{l2['pdus_discarded_whole']} PDUs discarded whole")
             if l2.get("cells_tagged"):
                 out.append(f"ATM {lk['a']}->{lk['b']}: {l2['cells_tagged']} cells tagged CLP=1 by {lk['b']}'s UPC")
-        elif l2 and l2["pdus_sent"]:
+        elif l2 and l2["kind"] == "rlc-am" and l2["pdus_sent"]:
             d = l2["sdu_delay_p95_s"]
             out.append(f"RLC {lk['a']}->{lk['b']}: {l2['pdus_per_tti']} PDUs/TTI, {l2['pdus_sent']} PDUs sent, "
                        f"{l2['pdus_retransmitted']} retransmitted, {l2['status_sent']} STATUS, "
@@ -147,23 +148,23 @@ def format_result(data: dict[str, Any], wall_s: float | None = None) -> str:
                    + ("" if g.get("satellite_efficiency") is None
                       else f", satellite efficiency {g['satellite_efficiency']:.3f}")
                    + (", FAILED" if g["failed"] else ""))
-    vcs = (data.get("atm") or {}).get("vcs") or []
+    atm = data.get("atm")
+    vcs = atm["vcs"] if atm else []
     if vcs:
-        tot = {k: sum(v[k] for v in vcs) for k in ("pdus_sent", "pdus_lost", "loss_events", "cells_tagged")}
-        out.append(f"ATM VCs: {len(vcs)}, {tot['pdus_sent']} PDUs sent, {tot['pdus_lost']} lost, "
-                   f"{tot['loss_events']} loss events, {tot['cells_tagged']} cells tagged")
-    nodes = data.get("nodes") or []
+        out.append(f"ATM VCs: {len(vcs)}, {sum(v['pdus_sent'] for v in vcs)} PDUs sent, "
+                   f"{sum(v['pdus_lost'] for v in vcs)} lost, {sum(v['loss_events'] for v in vcs)} loss events, "
+                   f"{sum(v['cells_tagged'] for v in vcs)} cells tagged")
+    nodes = [f"{n['name']} {n['ipv4'] or '-'} ({n['kind'] or '?'})" for n in data.get("nodes") or []]
     if nodes:
-        shown = nodes if len(nodes) <= 12 else nodes[:8] + [{"name": "...", "kind": "", "ipv4": ""}] + nodes[-3:]
+        shown = nodes if len(nodes) <= 12 else nodes[:8] + ["..."] + nodes[-3:]
         out.append("")
-        out.append("nodes: " + ", ".join(f"{n.get('name')} {n.get('ipv4') or '-'} ({n.get('kind') or '?'})"
-                                         if n.get("name") != "..." else "..." for n in shown))
+        out.append("nodes: " + ", ".join(shown))
     out.extend(format_workload(data))
     span = data["duration_s"] - data.get("warmup_s", 0.0)
     agg = sum(f["bytes_delivered"] for f in data["flows"]) * 8.0 / span if span > 0 else 0.0
     j = data["fairness_jain"]
     sim = data["sim"]
-    wall = wall_s if wall_s is not None else sim.get("wall_s")
+    wall = wall_s
     speed = ""
     if wall is not None:
         eps = sim["events"] / wall if wall > 0 else float("nan")

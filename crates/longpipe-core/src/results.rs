@@ -15,9 +15,11 @@ use crate::stats::Peak;
 use crate::tcp::profile::ProfileReport;
 use crate::tcp::sender::SenderCounters;
 use crate::tcp::tx::ExtraCounters;
+use schemars::JsonSchema;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
+/// One flow of a result (`flows[]`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct FlowResult {
     pub id: usize,
     pub src: String,
@@ -40,8 +42,10 @@ pub struct FlowResult {
     #[serde(flatten)]
     pub extra: Option<ExtraCounters>,
     /// From the flow's start (SYN) to the delivery of its last byte; null if unfinished.
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub completion_time_s: Option<f64>,
     /// Mean of the sender's RTT samples (Karn-valid), null if none.
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub mean_rtt_s: Option<f64>,
     pub mss: u32,
     pub start_s: f64,
@@ -50,7 +54,8 @@ pub struct FlowResult {
     pub app: Option<FlowApp>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One direction of a link (`links[]`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LinkResult {
     pub a: String,
     pub b: String,
@@ -142,7 +147,7 @@ impl LinkResult {
 }
 
 /// A link layer's report, tagged by its kind.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "kind")]
 pub enum L2Report {
     #[serde(rename = "rlc-am")]
@@ -169,18 +174,20 @@ impl L2Report {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One TCP gateway node (`gateways[]`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct GatewayResult {
     pub node: String,
     #[serde(flatten)]
     pub counters: GatewayCounters,
     /// Spoof mode: bytes the client acknowledged ÷ bytes sent toward it (null if none
     /// were sent).
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub satellite_efficiency: Option<f64>,
 }
 
 /// A node of the scenario and its IPv4 address (as in pcaps).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct NodeResult {
     pub name: String,
     pub kind: String,
@@ -212,13 +219,15 @@ pub fn fairness_jain(goodputs: &[f64]) -> Option<f64> {
     (!goodputs.is_empty() && sq > 0.0).then(|| sum * sum / (goodputs.len() as f64 * sq))
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The simulator's own figures (`sim`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SimStats {
     /// Events the simulator ran (including skipped stale timer events).
     pub events: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A simulation's result: the document `longpipe run` writes (DESIGN.md "Result").
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SimResult {
     pub scenario: String,
     pub seed: u64,
@@ -227,9 +236,11 @@ pub struct SimResult {
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
     /// Jain's index over flow goodputs; null if no flow delivered anything.
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub fairness_jain: Option<f64>,
     /// TCP gateway counters (only when the scenario has `tcp-gateway` nodes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(default)]
     pub gateways: Vec<GatewayResult>,
     pub nodes: Vec<NodeResult>,
     /// Per-VC ATM counters (only when the scenario has ATM links).
@@ -237,6 +248,7 @@ pub struct SimResult {
     pub atm: Option<AtmReport>,
     /// The users of `[[user]]` groups (only when the scenario has some).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(default)]
     pub users: Vec<UserResult>,
     /// Pages, requests, chunks and transfers of the applications, and per-user figures
     /// across users (only when a flow's application is not bulk).
@@ -249,6 +261,30 @@ impl SimResult {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("result serializes")
     }
+}
+
+/// In the result schema, an `Option` field that is always serialized (as `null` when
+/// `None`): required, and nullable. (schemars takes every `Option` field as one that
+/// may be left out, which is true of deserializing, not of our output.)
+pub struct Nullable<T>(std::marker::PhantomData<T>);
+
+impl<T: JsonSchema> JsonSchema for Nullable<T> {
+    fn is_referenceable() -> bool {
+        false
+    }
+    fn schema_name() -> String {
+        <Option<T>>::schema_name()
+    }
+    fn json_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        <Option<T>>::json_schema(gen)
+    }
+}
+
+/// The JSON Schema of the result document (`longpipe schema --result`), derived from
+/// the same structs that serialize it, so it cannot drift from the output.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(SimResult);
+    serde_json::to_string_pretty(&schema).expect("schema serializes")
 }
 
 #[cfg(test)]

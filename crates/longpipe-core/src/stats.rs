@@ -9,6 +9,9 @@
 //! recorded in between. [`counters!`](crate::counters) declares a struct of such fields
 //! with its `since`, so no counter is ever copied field by field.
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 /// The figures of the interval between a snapshot `base` and `self` (taken later).
 pub trait Since {
     fn since(&self, base: &Self) -> Self;
@@ -37,7 +40,7 @@ impl Since for () {
 }
 
 /// A high-water mark over the whole run (not reset by the measured interval).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Peak(pub u64);
 
@@ -54,7 +57,7 @@ impl Since for Peak {
 }
 
 /// A state reported as it is at the end (e.g. a completion time).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Last<T>(pub T);
 

@@ -300,12 +300,19 @@ fn schema() -> String {
     longpipe_core::json_schema()
 }
 
+/// The result JSON Schema (derived from the structs that serialize results).
+#[pyfunction]
+fn result_schema() -> String {
+    longpipe_core::results::json_schema()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(check_work, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(result_schema, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

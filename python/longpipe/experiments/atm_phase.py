@@ -5,11 +5,14 @@ phase lock"): :func:`desync_check` runs Table 1's network under each desynchroni
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..report import table
+
+if TYPE_CHECKING:
+    from .._results import SimResult
 from .atm import CONDITIONS, DESYNC, DURATION_S, LOCAL_US, NAMES, PAPER_T1, POLICIES, UNIFORM, flow_plan, scenario
 
 
@@ -28,7 +31,7 @@ def desync_check(conds: Sequence[tuple[int, int]] = CONDITIONS, seeds: Sequence[
 
     keys = [(ds, pol, b, d, s) for ds in DESYNC for b, d in conds for pol in POLICIES for s in seeds]
 
-    def one(k: tuple[str, str, int, int, int]) -> tuple[list[int], dict[str, Any]]:
+    def one(k: tuple[str, str, int, int, int]) -> tuple[list[int], SimResult]:
         ds, pol, b, d, s = k
         sc = scenario(pol, b, d, (552, 1500), UNIFORM, DURATION_S, s, desync=ds)
         extra = [int(lk["delay"].removesuffix("us")) - LOCAL_US for lk in sc["link"]
@@ -49,7 +52,9 @@ def desync_check(conds: Sequence[tuple[int, int]] = CONDITIONS, seeds: Sequence[
                     extra: list[int] = []
                     for s in seeds:
                         ex, doc = res[(ds, pol, b, d, s)]
-                        vcs = {v["flow"]: v for v in doc["atm"]["vcs"] if v["dir"] == "data"}
+                        atm = doc.get("atm")
+                        assert atm is not None, "an ATM scenario's result has an `atm` section"
+                        vcs = {v["flow"]: v for v in atm["vcs"] if v["dir"] == "data"}
                         idx = [n for n, (sz, _) in enumerate(plan) if sz == size]
                         g = np.array([doc["flows"][n]["goodput_bps"] for n in idx])
                         tput += list(g)

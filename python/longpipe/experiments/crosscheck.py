@@ -58,7 +58,7 @@ def main(quick: bool = False, out: Path | None = None, jobs: int | None = None, 
         return 2
     out = Path(out or "out/reproduce/crosscheck")
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, base in scenarios(quick).items():
         for sack in (False, True):
             sc = copy.deepcopy(base)

@@ -44,7 +44,7 @@ def main(quick: bool = False, out: Path | None = None, jobs: int | None = None, 
         return 2
     out = Path(out or "out/reproduce/crosscheck-linux")
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, base in scenarios(quick).items():
         for tcp in TCPS:
             sc = linux_flow(base, tcp)

@@ -234,7 +234,8 @@ def figs9_12(out: Path, quick: bool, jobs: int | None, runner: Runner, buffer_pk
     text = table(["SACK", "1 MB done s", "RTOs", "fast recoveries", "retransmissions"],
                  [[str(r["sack"]).lower(), f"{r['completion_time_s']:.2f}", r["timeouts"], r["fast_recoveries"],
                    r["retransmitted_segments"]] for r in rows])
-    gain = fp["completion_time_s"] - fs["completion_time_s"]
+    tp, ts_ = fp["completion_time_s"], fs["completion_time_s"]
+    gain = tp - ts_ if tp is not None and ts_ is not None else float("nan")
     checks = [
         f"buffer {buffer_pkts} packets: first loss repaired at {first_loss:.1f} s (paper: multiple losses near 10 s)"
         if first_loss else "no loss occurred: buffer too large for this check",

@@ -35,6 +35,8 @@ def register_args(c: argparse.ArgumentParser) -> None:
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key for every variant")
     c.add_argument("--plot", metavar="PNG", help="write a PNG of goodput and cwnd over time (first seed)")
     c.add_argument("--bin", type=float, metavar="SECONDS", help="goodput bin width of --plot (default duration/100)")
+    c.add_argument("--model", metavar="NAMES", help="with --plot: analytical throughput beside each run (longpipe "
+                   "model's names, e.g. cubic,bbr,pftk), for the run's own RTT, loss rate, MSS and slowest link")
     fmt = c.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the comparison as JSON")
     fmt.add_argument("--csv", action="store_true", help="print the comparison as CSV")
@@ -68,6 +70,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         grid.append(f"flow.tcp={tcp}")
     for spec in grid:  # the syntax first, so an error names --vary
         parse_axis(spec, "--vary")
+    from ..plots import parse_models
+
+    try:
+        models = parse_models(args.model)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if models and not args.plot:
+        raise UsageError("--model: draws beside the simulation on --plot; give --plot PNG too")
     ov = _overrides(args.set)
     v = api.validate(args.scenario, ov)
     n_flows = int(v["flows"])
@@ -179,7 +189,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         dur = float(results[0]["duration_s"])
         bin_s = args.bin or max(dur / 100.0, 0.1)
         title = f"{name}: flow {args.flow}, seed {seeds[0]}, {caption(base, keys)}" + (f"\n{sets}" if sets else "")
-        compare_figure(runs, args.plot, title, bin_s, scenario=base)
+        compare_figure(runs, args.plot, title, bin_s, scenario=base, models=models)
         if not (args.json or args.csv):
             print(f"wrote {args.plot}")
     return 0

@@ -143,7 +143,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Mean, median, 95th percentile and maximum of a sample.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct Spread {
     pub mean: f64,
     pub p50: f64,
@@ -170,7 +170,7 @@ impl Spread {
 
 /// A metric across users: mean, median, 95th percentile, minimum, maximum and Jain's
 /// fairness index.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct AcrossUsers {
     pub users: usize,
     pub mean: f64,
@@ -178,6 +178,7 @@ pub struct AcrossUsers {
     pub p95: f64,
     pub min: f64,
     pub max: f64,
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub jain: Option<f64>,
 }
 
@@ -250,7 +251,7 @@ fn p95(xs: &[f64]) -> Option<f64> {
 }
 
 /// One flow's (one user's) application figures in the result's `flows[i].app`.
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq, Default)]
 pub struct FlowApp {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -427,7 +428,7 @@ impl AppRecords {
 }
 
 /// One user of a `[[user]]` group: its flows added up (the result's `users`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct UserResult {
     /// NAME#i.
     pub name: String,
@@ -441,30 +442,34 @@ pub struct UserResult {
 }
 
 /// A table's rows over the run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct Rows {
     /// Finished rows that started in the measured interval.
     pub count: u64,
     /// Rows that started in the interval and had not finished at its end.
     pub unfinished: u64,
     /// Their durations (s): page load, response, chunk download or flow completion time.
+    #[schemars(with = "crate::results::Nullable<Spread>")]
     pub time_s: Option<Spread>,
 }
 
 /// Flow completion times of transfers in a size range [min_bytes, max_bytes).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct SizeBucket {
     pub min_bytes: u64,
+    #[schemars(with = "crate::results::Nullable<u64>")]
     pub max_bytes: Option<u64>,
     pub count: u64,
     pub unfinished: u64,
+    #[schemars(with = "crate::results::Nullable<Spread>")]
     pub fct_s: Option<Spread>,
 }
 
 /// Per-user metrics summarised across users: goodput, mean page load, mean response
 /// time, rebuffer ratio, mean FCT, mean transfer rate.
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq, Default)]
 pub struct PerUser {
+    #[schemars(with = "crate::results::Nullable<AcrossUsers>")]
     pub goodput_bps: Option<AcrossUsers>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_load_s: Option<AcrossUsers>,
@@ -480,7 +485,7 @@ pub struct PerUser {
 
 /// The result's `workload`: every application flow's tables summarised (present only
 /// when the scenario has flows whose application is not bulk).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct Workload {
     /// Users: each `[[user]]` group's users, and each other flow whose application is
     /// not bulk.
@@ -496,6 +501,7 @@ pub struct Workload {
     /// Transfers by size decade (1 kB, 10 kB, ... 10 MB): flow completion time against
     /// size.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(default)]
     pub fct_by_size: Vec<SizeBucket>,
     /// Per-user figures (a user's goodput, mean page load, mean response time, rebuffer
     /// ratio, mean FCT, mean transfer rate) across users.

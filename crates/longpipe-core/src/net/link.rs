@@ -85,6 +85,19 @@ impl Serialize for OptCount {
     }
 }
 
+/// In the schema as what it serializes to: an optional count.
+impl schemars::JsonSchema for OptCount {
+    fn is_referenceable() -> bool {
+        false
+    }
+    fn schema_name() -> String {
+        <Option<u64>>::schema_name()
+    }
+    fn json_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        <Option<u64>>::json_schema(gen)
+    }
+}
+
 impl Since for OptCount {
     fn since(&self, base: &Self) -> Self {
         OptCount::new(self.get().map(|c| c - base.get().unwrap_or(0)))
@@ -93,7 +106,7 @@ impl Since for OptCount {
 
 crate::counters! {
     /// Counters of a link direction. Serialized as the result's link fields.
-    #[derive(Serialize)]
+    #[derive(Serialize, schemars::JsonSchema)]
     pub struct LinkCounters {
         /// Units whose transmission started.
         pub packets: u64,
@@ -102,6 +115,7 @@ crate::counters! {
         pub drops_loss: u64,
         /// Units dropped because the link was down (only on scheduled directions).
         #[serde(skip_serializing_if = "OptCount::is_none")]
+        #[schemars(default)]
         pub drops_outage: OptCount,
         /// Largest queue occupancy seen (units waiting, excluding the one in
         /// transmission), over the whole run.
@@ -121,7 +135,7 @@ crate::counters! {
 crate::counters! {
     /// A link direction's counters of low-priority units ([`Class::Low`]) and of its
     /// queue discipline's active queue management.
-    #[derive(Serialize)]
+    #[derive(Serialize, schemars::JsonSchema)]
     pub struct ClassCounters {
         /// Low-priority units whose transmission started.
         pub packets_low: u64,

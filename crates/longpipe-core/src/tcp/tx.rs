@@ -29,7 +29,7 @@ pub enum SenderState {
 
 crate::counters! {
     /// Counters of a data sender.
-    #[derive(serde::Serialize)]
+    #[derive(serde::Serialize, schemars::JsonSchema)]
     pub struct SenderCounters {
         /// Data segments sent, including retransmissions.
         pub segments_sent: u64,
@@ -49,7 +49,7 @@ crate::counters! {
 
 crate::counters! {
     /// Counters of low-priority probes (TCP-Peach family) and of ECN.
-    #[derive(serde::Serialize)]
+    #[derive(serde::Serialize, schemars::JsonSchema)]
     pub struct ExtraCounters {
         /// Low-priority segments sent (dummy, NIL, supplement segments); not in
         /// `segments_sent`.

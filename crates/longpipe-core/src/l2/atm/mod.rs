@@ -118,7 +118,7 @@ impl<T: Clone + Default> PerIndex<T> {
 crate::counters! {
     /// What happened to one VC's cells and PDUs in one element (summed over elements in
     /// the result).
-    #[derive(serde::Serialize, PartialEq, Eq)]
+    #[derive(serde::Serialize, schemars::JsonSchema, PartialEq, Eq)]
     pub struct VcCounters {
         /// Cells made by segmentation at the sending adapter.
         pub cells_sent: u64,

@@ -10,7 +10,7 @@ use serde::Serialize;
 /// ends are left out: a switch port's (`policy` ... `pdus_discarded_whole`), a host
 /// adapter's (`pdus_in`, `pdus_refused`), a line into a switch's (`cells_tagged`) and a
 /// line into a host's (`pdus_delivered`, `pdus_lost`, `loss_events`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AtmLineReport {
     /// "adapter" (a host or router sends packets as cells) or "port" (a switch's output).
     pub sender: &'static str,
@@ -29,7 +29,7 @@ pub struct AtmLineReport {
 }
 
 /// A switch output port: its policy, buffer, thresholds and discards.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PortReport {
     pub policy: &'static str,
     pub buffer_cells: u64,
@@ -48,14 +48,14 @@ pub struct PortReport {
 }
 
 /// A host adapter: packets segmented and refused (buffer full).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AdapterReport {
     pub pdus_in: u64,
     pub pdus_refused: u64,
 }
 
 /// Reassembly at the receiving end (a host or router).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReassemblyReport {
     pub pdus_delivered: u64,
     pub pdus_lost: u64,
@@ -99,7 +99,7 @@ impl AtmLineReport {
 }
 
 /// One VC over the whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VcReport {
     pub vc: u32,
     pub flow: usize,
@@ -110,7 +110,7 @@ pub struct VcReport {
 }
 
 /// The result's `atm` section.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AtmReport {
     pub vcs: Vec<VcReport>,
 }

@@ -129,7 +129,7 @@ pub struct RlcConfig {
 
 crate::counters! {
     /// RLC counters. Serialized (the first seven) inside the result's `links[].l2`.
-    #[derive(Serialize)]
+    #[derive(Serialize, schemars::JsonSchema)]
     pub struct RlcCounters {
         pub pdus_sent: u64,
         pub pdus_retransmitted: u64,
@@ -160,15 +160,19 @@ crate::counters! {
 }
 
 /// The result's `links[].l2` for an RLC direction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RlcReport {
     pub pdus_per_tti: u32,
     #[serde(flatten)]
     pub counters: RlcCounters,
     /// RLC-induced delay per SDU (entering RLC to in-sequence delivery).
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub sdu_delay_mean_s: Option<f64>,
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub sdu_delay_p50_s: Option<f64>,
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub sdu_delay_p95_s: Option<f64>,
+    #[schemars(with = "crate::results::Nullable<f64>")]
     pub sdu_delay_max_s: Option<f64>,
 }
 

@@ -358,7 +358,7 @@ pub fn default_window(rate: Rate, rtt: SimDuration) -> u64 {
 
 crate::counters! {
     /// Gateway counters, serialized as the result's `gateways[]` fields.
-    #[derive(Serialize)]
+    #[derive(Serialize, schemars::JsonSchema)]
     pub struct GatewayCounters {
         pub spoofed_acks: u64,
         pub go_back_n: u64,
