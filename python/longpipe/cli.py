@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the command line ``argv`` (default: sys.argv); returns the exit status."""
-    from ._entry import interrupted, signals_like_ctrl_c
+    from ._signals import interrupted, signals_like_ctrl_c
 
     try:
         with signals_like_ctrl_c():
@@ -251,7 +251,7 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:
-        from ._entry import interrupted
+        from ._signals import interrupted
 
         return interrupted(e)
     except OSError as e:  # after the checks: a full disk, a file system turned read-only, a race
@@ -263,14 +263,3 @@ def _main(argv: list[str] | None) -> int:
         traceback.print_exc()
         return 1
 
-
-def console_main() -> None:
-    """The ``longpipe`` command (kept for scripts that call it; the entry point is
-    ``longpipe._entry.console_main``)."""
-    from ._entry import console_main as entry
-
-    entry()
-
-
-if __name__ == "__main__":
-    console_main()

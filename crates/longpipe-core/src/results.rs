@@ -5,6 +5,7 @@
 //! Counters are the elements' own counter structs, flattened in: nothing is copied
 //! field by field.
 
+pub use crate::stats::fairness_jain;
 use crate::app::records::{FlowApp, UserResult, Workload};
 use crate::l2::atm::report::{AtmLineReport, AtmReport};
 use crate::l2::rlc::{RlcCounters, RlcReport};
@@ -212,13 +213,6 @@ impl NodeResult {
     }
 }
 
-/// Jain's fairness index of the flows' goodputs (None without flows or goodput).
-pub fn fairness_jain(goodputs: &[f64]) -> Option<f64> {
-    let sum: f64 = goodputs.iter().sum();
-    let sq: f64 = goodputs.iter().map(|x| x * x).sum();
-    (!goodputs.is_empty() && sq > 0.0).then(|| sum * sum / (goodputs.len() as f64 * sq))
-}
-
 /// The simulator's own figures (`sim`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SimStats {
@@ -285,19 +279,4 @@ impl<T: JsonSchema> JsonSchema for Nullable<T> {
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(SimResult);
     serde_json::to_string_pretty(&schema).expect("schema serializes")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fairness_jain;
-
-    #[test]
-    fn jain_index() {
-        assert_eq!(fairness_jain(&[3.0, 3.0, 3.0]), Some(1.0));
-        assert_eq!(fairness_jain(&[1.0, 0.0]), Some(0.5));
-        // (1 + 3)² / (2 · (1 + 9)) = 0.8
-        assert_eq!(fairness_jain(&[1.0, 3.0]), Some(0.8));
-        assert_eq!(fairness_jain(&[]), None);
-        assert_eq!(fairness_jain(&[0.0, 0.0]), None);
-    }
 }

@@ -95,6 +95,13 @@ macro_rules! counters {
     };
 }
 
+/// Jain's fairness index of the flows' (or users') goodputs (None without flows or goodput).
+pub fn fairness_jain(goodputs: &[f64]) -> Option<f64> {
+    let sum: f64 = goodputs.iter().sum();
+    let sq: f64 = goodputs.iter().map(|x| x * x).sum();
+    (!goodputs.is_empty() && sq > 0.0).then(|| sum * sum / (goodputs.len() as f64 * sq))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +138,15 @@ mod tests {
         p.update(2);
         p.update(9);
         assert_eq!(p, Peak(9));
+    }
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(fairness_jain(&[3.0, 3.0, 3.0]), Some(1.0));
+        assert_eq!(fairness_jain(&[1.0, 0.0]), Some(0.5));
+        // (1 + 3)² / (2 · (1 + 9)) = 0.8
+        assert_eq!(fairness_jain(&[1.0, 3.0]), Some(0.8));
+        assert_eq!(fairness_jain(&[]), None);
+        assert_eq!(fairness_jain(&[0.0, 0.0]), None);
     }
 }

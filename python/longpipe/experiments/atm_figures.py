@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import save_figure
-from .atm import FIGS, NAMES, PAPER_T3, POLICIES, SKEWED, payload_bps
+from .atm_paper import FIGS, NAMES, PAPER_T3, POLICIES, SKEWED, payload_bps
 
 #: the file each figure is written to
 FILES = {"fig3": "fig3_util_1500B_80ms.png", "fig4": "fig4_util_1500B_10ms.png", "fig5": "fig5_util_552B_80ms.png",

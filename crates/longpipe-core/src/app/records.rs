@@ -193,7 +193,7 @@ impl AcrossUsers {
             p95: s.p95,
             min,
             max: s.max,
-            jain: crate::results::fairness_jain(xs),
+            jain: crate::stats::fairness_jain(xs),
         })
     }
 }

@@ -3,7 +3,7 @@
 //! Node names (`src`, `dst`) are resolved by the scenario layer.
 
 use super::cc::hybla::HyblaSpec;
-use super::recovery::peach::PeachSpec;
+use super::recovery::spec::PeachSpec;
 use super::stack::Stack;
 use crate::app::AppSpec;
 use crate::error::{err, ScenarioError};

@@ -13,8 +13,7 @@
 use super::cc::hybla::{HyblaConfig, HyblaSpec};
 use super::cc::CcConfig;
 use super::config::{FlowSpec, IwSpec, PartialAckTimer, TcpKind};
-use super::recovery::peach::{PeachSpec, ProbeAck, Variant};
-use super::recovery::RecoveryKind;
+use super::recovery::spec::{PeachSpec, ProbeAck, RecoveryKind, Variant};
 use super::rtt::RtoBounds;
 use super::stack::Stack;
 use crate::error::{err, ScenarioError};

@@ -24,7 +24,10 @@ pub mod peach;
 pub mod prr;
 pub mod reno;
 pub mod sack;
+pub mod spec;
 pub mod tahoe;
+
+pub use spec::RecoveryKind;
 
 use super::cc::CongestionControl;
 use super::probe::Prober;
@@ -63,30 +66,7 @@ pub trait Recovery: Send {
     }
 }
 
-/// The loss recovery of a profile (`TcpProfile::recovery`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecoveryKind {
-    Tahoe,
-    Reno,
-    NewReno {
-        /// Restart the RTO on every partial ACK (Slow-but-Steady) instead of the first
-        /// only (Impatient), RFC 6582 §4.
-        partial_ack_timer_every: bool,
-    },
-    /// TCP-Peach, TCP-Peach+ or TCP-Cherry (their own recovery, SACK or not).
-    Peach(peach::PeachConfig),
-    /// The Linux engine (PRR, RACK-TLP, undo) when SACK is negotiated; NewReno's
-    /// recovery in the classic engine otherwise.
-    Linux,
-}
-
 impl RecoveryKind {
-    /// Whether a connection with this recovery runs the Linux engine; `sack` when SACK
-    /// was negotiated.
-    pub fn linux_engine(self, sack: bool) -> bool {
-        self == RecoveryKind::Linux && sack
-    }
-
     /// The classic engine's scheme for a connection; `sack` when SACK was negotiated
     /// (RFC 6675 replaces Reno's and NewReno's; the Linux profile without SACK recovers
     /// as NewReno).
