@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,9 +114,30 @@ def _worker_init(parent: int) -> None:
         os._exit(1)
 
 
+#: The management threads of pools stopped by :func:`_stop_workers`: what they raise when
+#: their workers vanish is expected, and must not print a traceback after the one-line
+#: "interrupted by ..." (seen under load with SIGTERM).
+_STOPPED_MANAGERS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _quiet_stopped_managers(args: Any) -> None:
+    if args.thread is not None and args.thread in _STOPPED_MANAGERS:
+        return
+    _previous_excepthook(args)
+
+
+_previous_excepthook = threading.excepthook
+
+
 def _stop_workers(ex: Any) -> None:
     """Ends a process pool's workers now (SIGTERM, then SIGKILL after 2 s): an interrupted
-    sweep does not wait for the runs in flight, whose results it would not keep."""
+    sweep does not wait for the runs in flight, whose results it would not keep. Its
+    management thread's complaints about the vanished workers are not printed."""
+    manager = getattr(ex, "_executor_manager_thread", None)  # CPython's pool manager thread
+    if manager is not None:
+        _STOPPED_MANAGERS.add(manager)
+        if threading.excepthook is not _quiet_stopped_managers:
+            threading.excepthook = _quiet_stopped_managers
     procs = list((getattr(ex, "_processes", None) or {}).values())  # CPython's pid -> Process map
     for p in procs:
         p.terminate()
