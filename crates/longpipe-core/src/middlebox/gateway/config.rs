@@ -26,27 +26,28 @@ pub struct GatewaySpec {
     /// gateway's link with the longest round-trip propagation delay).
     #[serde(default)]
     pub uplink: Option<String>,
-    /// Split mode: congestion control toward the client (default newreno; "bbr" implies
-    /// stack = "linux").
+    /// Split mode: congestion control toward the client (default cubic on the Linux
+    /// stack, as a Linux router running PEPsal; "bbr" implies stack = "linux").
     #[serde(default)]
     pub tcp: Option<SplitTcp>,
-    /// Split mode: the stack of the connection toward the client, "classic" (default) or
-    /// "linux" (its defaults for SACK and the initial window apply unless `sack` and `iw`
-    /// say otherwise).
+    /// Split mode: the stack of the connection toward the client, "linux" (default; its
+    /// defaults for SACK, the initial window and the minimum RTO apply unless `sack`,
+    /// `iw` and `min_rto` say otherwise; "classic" with `tcp = "tahoe"`) or "classic".
     #[serde(default)]
     pub stack: Option<Stack>,
     /// Split mode: options of `tcp = "hybla"`.
     #[serde(default)]
     pub hybla: Option<HyblaSpec>,
-    /// Split mode: offer SACK toward the client (default: the stack's, false on the
-    /// classic stack).
+    /// Split mode: offer SACK toward the client (default: the stack's, true on the
+    /// Linux stack).
     #[serde(default)]
     pub sack: Option<bool>,
-    /// Split mode: initial window toward the client, segments (default: the stack's, 1
-    /// on the classic stack).
+    /// Split mode: initial window toward the client, segments (default: the stack's, 10
+    /// on the Linux stack).
     #[serde(default)]
     pub iw: Option<u32>,
-    /// Buffer per connection (default 1MB).
+    /// Buffer per connection (default: twice the uplink's bandwidth-delay product, at
+    /// least 1 MB; see [`default_buffer`]).
     #[serde(default)]
     pub buffer: Option<Bytes>,
     /// Satellite-side window of one connection (default: the uplink's bandwidth-delay
@@ -168,7 +169,8 @@ pub struct SplitConfig {
 pub struct GatewayConfig {
     /// None: ACK spoofing (the paper's gateway); Some: split connections.
     pub split: Option<SplitConfig>,
-    /// Gateway buffer per connection, bytes.
+    /// Gateway buffer per connection, bytes; 0 until [`super::Gateway::new`] sets the
+    /// default from the uplink ([`default_buffer`]).
     pub buffer: u64,
     /// Satellite-side window, bytes; None = the uplink's bandwidth-delay product.
     pub window: Option<u64>,
@@ -271,17 +273,29 @@ impl GatewaySpec {
             .unwrap_or(SimDuration::from_secs(1));
         let split = if split {
             // the variant/stack table and the stacks' defaults, as for a flow
+            // default: what a Linux router running PEPsal uses on the satellite leg,
+            // CUBIC (Linux's default since 2.6.19) on the Linux stack (SACK on,
+            // `net.ipv4.tcp_sack = 1`; IW 10, RFC 6928, since 2.6.39; 200 ms minimum
+            // RTO); the classic NewReno/IW 1/no-SACK leg gave 0.59 Mbit/s on GEO
+            let tcp = self.tcp.unwrap_or(SplitTcp::Cubic);
+            let stack = match (self.stack, tcp) {
+                (Some(s), _) => Some(s),
+                (None, SplitTcp::Tahoe) => None,
+                (None, _) => Some(Stack::Linux),
+            };
             let spec = FlowSpec {
-                tcp: Some(self.tcp.unwrap_or_default().kind()),
-                stack: self.stack,
+                tcp: Some(tcp.kind()),
+                stack,
                 hybla: self.hybla.clone(),
                 sack: self.sack,
                 iw: self.iw.map(IwSpec::Segments),
                 ..FlowSpec::default()
             };
             let mut leg = TcpProfile::resolve(&spec, path)?;
-            leg.rto.min = min_rto;
-            leg.rto.max = leg.rto.max.max(min_rto);
+            if let Some(m) = self.min_rto {
+                leg.rto.min = m.0;
+                leg.rto.max = leg.rto.max.max(m.0);
+            }
             Some(SplitConfig {
                 iw_segments: (leg.iw_bytes / leg.mss as u64) as u32,
                 leg,
@@ -291,7 +305,7 @@ impl GatewaySpec {
         };
         let cfg = GatewayConfig {
             split,
-            buffer: self.buffer.map(|b| b.0).unwrap_or(1_000_000),
+            buffer: self.buffer.map(|b| b.0).unwrap_or(0),
             window: self.window.map(|b| b.0),
             pace: self.pace.map(|r| r.0),
             dupthresh: self.dupthresh.unwrap_or(3),
@@ -319,7 +333,7 @@ impl GatewaySpec {
             memory: self.memory.map(|b| b.0),
             pace_catchup: SimDuration::ZERO,
         };
-        if cfg.buffer == 0 {
+        if self.buffer.is_some_and(|b| b.0 == 0) {
             return err(format!("{path}.buffer"), "must be positive");
         }
         if cfg.min_rto < MIN_TIMER {
@@ -345,6 +359,16 @@ impl GatewaySpec {
         }
         Ok(cfg)
     }
+}
+
+/// The default per-connection buffer: twice the uplink's bandwidth-delay product `bdp`
+/// (Linux's receive autotuning gives a connection a buffer of twice the window it needs,
+/// `tcp_adv_win_scale = 1`, net/ipv4/tcp_input.c `tcp_rcv_space_adjust`; a spoofing
+/// gateway holds one satellite window of acknowledged data and needs the second for the
+/// server to keep sending while it is repaired), at least 1 MB (the default before, kept
+/// for short links). GEO 25 Mbit/s × 560 ms: 3.5 MB.
+pub fn default_buffer(bdp: u64) -> u64 {
+    bdp.saturating_mul(2).max(1_000_000)
 }
 
 /// The default satellite-side window: the uplink's bandwidth-delay product (rate
