@@ -60,7 +60,11 @@ rwnd = "1MB"
 fn measure(access: bool, flow: &str, loss: &str) -> (f64, u64, u64, u64) {
     let out = run(&sc(access, flow, loss));
     let r = &out.result;
-    let own = r.links.iter().find(|l| l.a == "server").expect("server link");
+    let own = r
+        .links
+        .iter()
+        .find(|l| l.a == "server")
+        .expect("server link");
     let other: u64 = r
         .links
         .iter()
@@ -82,8 +86,14 @@ stack = "classic""#;
     let (g1, _, _, _) = measure(false, flow, "");
     let (g2, own_drops, held, _) = measure(true, flow, "");
     eprintln!("hybla: single link {g1:.0} bit/s, with access {g2:.0} bit/s, held {held}");
-    assert_eq!(own_drops, 0, "nothing dropped at the sender's own interface");
-    assert!(held > 0, "the access queue filled: segments waited in the socket");
+    assert_eq!(
+        own_drops, 0,
+        "nothing dropped at the sender's own interface"
+    );
+    assert!(
+        held > 0,
+        "the access queue filled: segments waited in the socket"
+    );
     assert!(g2 > 0.8 * g1, "goodput {g2} near the single link's {g1}");
 }
 
@@ -103,7 +113,14 @@ stack = "classic""#;
 fn forwarded_traffic_still_meets_drop_tail_at_a_hosts_interface() {
     // the router's interface toward the client is a host's too (it could have
     // endpoints); a fast sender behind it overflows its queue, which drops
-    let (_, _, _, other) = measure(true, r#"tcp = "hybla"
-stack = "classic""#, "");
-    assert!(other > 0, "the router's drop-tail queue dropped forwarded segments");
+    let (_, _, _, other) = measure(
+        true,
+        r#"tcp = "hybla"
+stack = "classic""#,
+        "",
+    );
+    assert!(
+        other > 0,
+        "the router's drop-tail queue dropped forwarded segments"
+    );
 }

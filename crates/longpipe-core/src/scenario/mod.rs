@@ -10,9 +10,7 @@ pub mod valid;
 pub mod validate;
 
 pub use crate::error::ScenarioError;
-pub use spec::{
-    LinkSpec, NodeKind, NodeSpec, Scenario, UserSpec, MAX_FLOWS, MAX_LINKS_PER_NODE,
-};
+pub use spec::{LinkSpec, NodeKind, NodeSpec, Scenario, UserSpec, MAX_FLOWS, MAX_LINKS_PER_NODE};
 pub use valid::{DirInfo, FlowInfo, GatewayInfo, LinkInfo, NodeInfo, NodeRole, ValidScenario};
 
 use crate::tagged;

@@ -29,7 +29,7 @@ pub enum NodeRole {
     /// Forwards only (a host that no flow starts or ends at works the same).
     Router,
     /// A satellite TCP gateway (ACK-spoofing PEP) on its uplink.
-    Gateway(GatewayInfo),
+    Gateway(Box<GatewayInfo>),
     /// An ATM switch: its ports' limits and discard policy.
     AtmSwitch(PortLimits),
 }

@@ -9,6 +9,7 @@
 
 use super::spec::{LinkSpec, NodeKind, Scenario, MAX_FLOWS, MAX_LINKS_PER_NODE};
 use super::valid::{DirInfo, FlowInfo, GatewayInfo, LinkInfo, NodeInfo, NodeRole, ValidScenario};
+use crate::app::{AppConfig, AppSpec};
 use crate::error::{err, ScenarioError};
 use crate::l2::atm::{self, PortLimits, SwitchSpec};
 use crate::l2::{Layer2Config, Layer2Spec};
@@ -16,7 +17,6 @@ use crate::net::link::LinkDirConfig;
 use crate::net::loss::{LossModel, LossSpec};
 use crate::net::queue::QueueSpec;
 use crate::net::schedule::LinkShape;
-use crate::app::{AppConfig, AppSpec};
 use crate::tcp::config::{FlowSpec, FlowTraffic};
 use crate::tcp::profile::TcpProfile;
 use crate::time::{Rate, SimDuration, SimTime};
@@ -298,7 +298,9 @@ impl Scenario {
             let role = match names.kinds[id] {
                 NodeKind::Host => NodeRole::Host,
                 NodeKind::Router => NodeRole::Router,
-                NodeKind::TcpGateway => NodeRole::Gateway(self.gateway(id, names, links)?),
+                NodeKind::TcpGateway => {
+                    NodeRole::Gateway(Box::new(self.gateway(id, names, links)?))
+                }
                 NodeKind::AtmSwitch => NodeRole::AtmSwitch(names.switches[&id]),
             };
             nodes.push(NodeInfo {

@@ -37,8 +37,8 @@
 //!
 //! On the examples the event estimate is 1 to 60 times the events actually run.
 
-use crate::error::ScenarioError;
 use crate::app::{AppConfig, KindConfig};
+use crate::error::ScenarioError;
 use crate::l2::atm::aal5::cells_for;
 use crate::l2::Layer2Config;
 use crate::net::routing::Routes;
