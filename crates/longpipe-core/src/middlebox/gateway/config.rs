@@ -26,8 +26,9 @@ pub struct GatewaySpec {
     /// gateway's link with the longest round-trip propagation delay).
     #[serde(default)]
     pub uplink: Option<String>,
-    /// Split mode: congestion control toward the client (default cubic on the Linux
-    /// stack, as a Linux router running PEPsal; "bbr" implies stack = "linux").
+    /// Split mode: congestion control toward the client (default hybla on the Linux
+    /// stack, what a PEPsal operator picks for a satellite leg; "bbr" implies stack =
+    /// "linux").
     #[serde(default)]
     pub tcp: Option<SplitTcp>,
     /// Split mode: the stack of the connection toward the client, "linux" (default; its
@@ -273,11 +274,14 @@ impl GatewaySpec {
             .unwrap_or(SimDuration::from_secs(1));
         let split = if split {
             // the variant/stack table and the stacks' defaults, as for a flow
-            // default: what a Linux router running PEPsal uses on the satellite leg,
-            // CUBIC (Linux's default since 2.6.19) on the Linux stack (SACK on,
-            // `net.ipv4.tcp_sack = 1`; IW 10, RFC 6928, since 2.6.39; 200 ms minimum
-            // RTO); the classic NewReno/IW 1/no-SACK leg gave 0.59 Mbit/s on GEO
-            let tcp = self.tcp.unwrap_or(SplitTcp::Cubic);
+            // default: what an operator of a Linux router running PEPsal picks for the
+            // satellite leg: TCP Hybla (Caini & Firrincieli 2004, seed 002, the PEPsal
+            // authors' choice for satellite legs; in Linux since 2.6.13) on the Linux
+            // stack (SACK on, `net.ipv4.tcp_sack = 1`; IW 10, RFC 6928, since 2.6.39;
+            // 200 ms minimum RTO). 25 Mbit/s, 560 ms, BER 1e-6: 6.26 Mbit/s, where
+            // CUBIC (Linux's default) gets 0.83 and the classic NewReno/IW 1/no-SACK leg
+            // 0.45 (docs/notes/gateway-sharing.md)
+            let tcp = self.tcp.unwrap_or(SplitTcp::Hybla);
             let stack = match (self.stack, tcp) {
                 (Some(s), _) => Some(s),
                 (None, SplitTcp::Tahoe) => None,

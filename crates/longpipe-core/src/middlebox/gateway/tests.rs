@@ -265,12 +265,12 @@ fn split_mode_resolves_its_leg_through_the_variant_table() {
             .unwrap()
             .resolve("node[0].gateway")
     };
-    // a Linux router's leg unless told: CUBIC, SACK, IW 10, 200 ms minimum RTO
+    // a PEPsal operator's leg unless told: Hybla, Linux stack, SACK, IW 10, 200 ms RTO
     let c = spec(r#"{"mode":"split"}"#).unwrap();
     let s = c.split.unwrap();
     assert_eq!(
         (s.leg.stack.name(), s.leg.cc.name(), s.iw_segments),
-        ("linux", "cubic", 10)
+        ("linux", "hybla", 10)
     );
     assert!(s.leg.sack);
     assert_eq!(s.leg.rto.min, SimDuration::from_millis(200));
