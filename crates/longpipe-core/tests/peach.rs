@@ -119,16 +119,23 @@ fn plain_receiver_turns_dummies_into_duplicate_acks() {
 
 #[test]
 fn probes_yield_to_normal_traffic_at_a_priority_queue() {
-    // A congested 2 Mbit/s bottleneck shared with a NewReno flow: Peach+'s NIL
+    // A congested 2 Mbit/s bottleneck (a router's queue: the server's own interface
+    // holds its segments back instead) shared with a NewReno flow: Peach+'s NIL
     // segments are dropped (or pushed out) before any normal packet.
     let text = r#"
 duration = "40s"
 [[link]]
-a = "server"
+a = "router"
 b = "client"
 rate = "2Mbps"
-delay = "50ms"
+delay = "49ms"
 queue = { limit = "30pkt", kind = "priority" }
+[[link]]
+a = "server"
+b = "router"
+rate = "100Mbps"
+delay = "1ms"
+queue = { limit = "1000pkt" }
 [[flow]]
 src = "server"
 dst = "client"

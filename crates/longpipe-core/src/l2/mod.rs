@@ -118,6 +118,17 @@ macro_rules! directions {
     };
 }
 
+impl<U: Frame + Clone + Send + 'static> Direction<U> {
+    /// Makes the direction the interface of the host with address `addr`: its own
+    /// segments wait for room ([`LinkDirection::hold_local`]). A link layer keeps its
+    /// own buffer (its SDU queue): unchanged.
+    pub fn hold_local(&mut self, addr: [u8; 4]) {
+        if let Direction::Link(l) = self {
+            l.hold_local(addr);
+        }
+    }
+}
+
 directions! {
     Link(LinkDirection<U>, LinkCounters),
     Rlc(Box<RlcLink<U>>, RlcCounters),

@@ -14,6 +14,14 @@
 //! impairment takes it at the end of its transmission; the same three for low-priority
 //! units alone in [`ClassCounters`], with the discipline's AQM drops and ECN marks.
 //!
+//! A direction leaving a host ([`LinkDirection::hold_local`]) is also the host's own
+//! interface: a segment of the host's own TCP endpoints that the queue refuses is not
+//! dropped but waits in the socket (a FIFO before the queue) and enters the queue as it
+//! drains, as Linux's qdisc back-pressure and TCP small queues keep a sender's segments
+//! in its socket (net/ipv4/tcp_output.c, `tcp_small_queue_check`). It is counted in
+//! `held`, never in `drops_queue`; forwarded units still meet drop-tail
+//! (docs/notes/host-interface.md).
+//!
 //! A direction with a schedule (`[[link.schedule]]`, a trace-driven rate) has one more
 //! stage, which changes the others' parameters over time and takes the link down
 //! ([`link_sched.rs`](sched)); a direction without one never runs its code.
@@ -26,6 +34,7 @@ use crate::rng::RngStream;
 use crate::stats::{Peak, Since};
 use crate::time::{Rate, SimDuration, SimTime};
 use serde::Serialize;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 #[path = "link_sched.rs"]
@@ -113,6 +122,11 @@ crate::counters! {
         pub bytes: u64,
         pub drops_queue: u64,
         pub drops_loss: u64,
+        /// Units of the sending host's own endpoints that the queue refused and that
+        /// waited in the socket for room instead (each counted once; only on a host's
+        /// interface, absent from the result while zero).
+        #[serde(skip_serializing_if = "is_zero")]
+        pub held: u64,
         /// Units dropped because the link was down (only on scheduled directions).
         #[serde(skip_serializing_if = "OptCount::is_none")]
         #[schemars(default)]
@@ -151,6 +165,23 @@ crate::counters! {
     }
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The socket side of a host's own interface: its address, and its segments waiting
+/// for room in the queue, in the order they were sent.
+struct HostIf<U> {
+    addr: [u8; 4],
+    held: VecDeque<U>,
+}
+
+impl<U: Frame> HostIf<U> {
+    fn is_local(&self, unit: &U) -> bool {
+        unit.tcp_meta().is_some_and(|m| m.src == self.addr)
+    }
+}
+
 pub struct LinkDirection<U> {
     rate: Rate,
     delay: SimDuration,
@@ -162,6 +193,8 @@ pub struct LinkDirection<U> {
     c: LinkCounters,
     /// The schedule stage; None on a fixed direction.
     sched: Option<Box<sched::Sched<U>>>,
+    /// The sending host's socket side; None on a router's or an emulated direction.
+    host: Option<Box<HostIf<U>>>,
 }
 
 impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
@@ -176,7 +209,65 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             tap: false,
             c: LinkCounters::default(),
             sched: None,
+            host: None,
         }
+    }
+
+    /// Makes the direction the interface of the host with address `addr`: its own
+    /// segments wait for room instead of being dropped (see the module documentation).
+    pub fn hold_local(&mut self, addr: [u8; 4]) {
+        self.host = Some(Box::new(HostIf {
+            addr,
+            held: VecDeque::new(),
+        }));
+    }
+
+    /// Offers `unit` to the queue: a local unit waits behind those already waiting, and
+    /// one the queue refuses (or pushes out) waits for room; anything else is dropped.
+    fn admit(&mut self, now: SimTime, unit: U) {
+        if let Some(h) = self.host.as_mut() {
+            if !h.held.is_empty() && h.is_local(&unit) {
+                h.held.push_back(unit);
+                self.c.held += 1;
+                return;
+            }
+        }
+        match self.queue.enqueue(now, unit) {
+            Ok(()) => self.c.max_queue.update(self.queue.len() as u64),
+            Err(dropped) => {
+                if let Some(h) = self.host.as_mut().filter(|h| h.is_local(&dropped)) {
+                    h.held.push_back(dropped);
+                    self.c.held += 1;
+                    return;
+                }
+                self.c.drops_queue += 1;
+                if dropped.class() == Class::Low {
+                    self.c.class.drops_queue_low += 1;
+                }
+            }
+        }
+    }
+
+    /// The next unit to transmit, and the waiting local units moved into the room it
+    /// leaves (a host's queue that cannot hold one still sends them, one by one).
+    fn next_unit(&mut self, now: SimTime) -> Option<U> {
+        let next = self.queue.dequeue(now);
+        let Some(h) = self.host.as_mut() else {
+            return next;
+        };
+        let next = next.or_else(|| h.held.pop_front());
+        while let Some(u) = h.held.pop_front() {
+            if let Err(back) = self.queue.enqueue(now, u) {
+                if h.is_local(&back) {
+                    h.held.push_front(back);
+                } else {
+                    self.c.drops_queue += 1; // a forwarded unit pushed out
+                }
+                break;
+            }
+            self.c.max_queue.update(self.queue.len() as u64);
+        }
+        next
     }
 
     /// Copies every unit to port [`TAP`] as its transmission starts.
@@ -219,15 +310,7 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
             self.start(now, unit, out);
             return;
         }
-        match self.queue.enqueue(now, unit) {
-            Ok(()) => self.c.max_queue.update(self.queue.len() as u64),
-            Err(dropped) => {
-                self.c.drops_queue += 1;
-                if dropped.class() == Class::Low {
-                    self.c.class.drops_queue_low += 1;
-                }
-            }
-        }
+        self.admit(now, unit);
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
@@ -258,7 +341,7 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
                 unit,
             });
         }
-        if let Some(next) = self.queue.dequeue(now) {
+        if let Some(next) = self.next_unit(now) {
             self.start(now, next, out);
         }
     }
@@ -367,6 +450,78 @@ mod tests {
         let end = l.metrics(SimTime(3_000_000));
         assert_eq!(end.since(&base).busy_ns, 600_000);
         assert_eq!(end.since(&base).packets, 0);
+    }
+
+    /// A unit from address `[src; 4]`.
+    #[derive(Clone, Debug, PartialEq)]
+    struct H(u32, u8);
+    impl Frame for H {
+        fn wire_len(&self) -> u32 {
+            100
+        }
+        fn tcp_meta(&self) -> Option<crate::element::TcpMeta> {
+            Some(crate::element::TcpMeta {
+                src: [self.1; 4],
+                dst: [0; 4],
+                sport: 0,
+                dport: 0,
+                seq: self.0,
+                flags: 0,
+                len: 60,
+            })
+        }
+    }
+
+    #[test]
+    fn a_hosts_own_units_wait_for_room_in_order_and_forwarded_ones_are_dropped() {
+        let cfg = LinkDirConfig {
+            rate: Rate(8_000_000), // 100 us per unit
+            delay: SimDuration::ZERO,
+            queue: QueueConfig::droptail(Limit::Packets(2)),
+            loss: LossModel::None,
+            sched: None,
+        };
+        let mut l: LinkDirection<H> = LinkDirection::new(
+            &cfg,
+            LossState::new(LossModel::None, RngStream::new(1, "t")),
+            RngStream::new(1, "q"),
+        );
+        l.hold_local([7; 4]);
+        let mut out = vec![];
+        // 0 in transmission, 1 and 2 queued, 3..6 local wait, 100 forwarded is dropped
+        for i in 0..6 {
+            l.handle(SimTime(0), 0, H(i, 7), &mut out);
+        }
+        l.handle(SimTime(0), 0, H(100, 9), &mut out);
+        let m = l.metrics(SimTime(0));
+        assert_eq!((m.drops_queue, m.held, m.max_queue), (1, 3, Peak(2)));
+        // a local unit sent while others wait queues behind them
+        l.handle_timeout(SimTime(100_000), &mut out); // 0 leaves, 3 moves in
+        l.handle(SimTime(100_000), 0, H(6, 7), &mut out);
+        let mut t = 100_000;
+        while let Some(next) = l.poll_timeout() {
+            t = next.0;
+            l.handle_timeout(next, &mut out);
+        }
+        let ids: Vec<u32> = out.iter().map(|e| at(&e_h(e)).2).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(t, 700_000, "the link never idles while units wait");
+        let m = l.metrics(SimTime(t));
+        assert_eq!((m.packets, m.drops_queue, m.held), (7, 1, 4));
+    }
+
+    fn e_h(e: &Emit<H>) -> Emit<F> {
+        match e {
+            Emit::At { at, port, unit } => Emit::At {
+                at: *at,
+                port: *port,
+                unit: F(unit.0, 100),
+            },
+            Emit::Now { port, unit } => Emit::Now {
+                port: *port,
+                unit: F(unit.0, 100),
+            },
+        }
     }
 
     #[test]

@@ -149,21 +149,14 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             if t.in_transit.is_none() && self.queue.is_empty() {
                 t.cur.skip_to_after(now);
             }
-            self.enqueue(now, unit);
+            self.admit(now, unit);
         } else if s.up && self.in_tx.is_none() && s.paused.is_none() {
             debug_assert!(self.queue.is_empty());
             self.start(now, unit, out);
         } else {
-            self.enqueue(now, unit);
+            self.admit(now, unit);
         }
         self.sched = Some(s);
-    }
-
-    fn enqueue(&mut self, now: SimTime, unit: U) {
-        match self.queue.enqueue(now, unit) {
-            Ok(()) => self.c.max_queue.update(self.queue.len() as u64),
-            Err(_dropped) => self.c.drops_queue += 1,
-        }
     }
 
     /// The impairment and the delay line, for a unit whose transmission ended at `t`.
@@ -189,7 +182,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             let (unit, started, _) = self.in_tx.take().expect("a transmission ends");
             self.c.busy_ns += (t - started).as_nanos();
             self.deliver(s, t, unit, out);
-            if let Some(next) = self.queue.dequeue(t) {
+            if let Some(next) = self.next_unit(t) {
                 self.start(t, next, out);
             }
             return;
@@ -203,7 +196,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             let (unit, left) = match tr.in_transit.take() {
                 Some(x) => x,
                 None => {
-                    let Some(unit) = self.queue.dequeue(t) else {
+                    let Some(unit) = self.next_unit(t) else {
                         break;
                     };
                     let size = unit.wire_len();
@@ -287,7 +280,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         }
         if let Some((unit, rem)) = s.paused.take() {
             self.in_tx = Some((unit, t, t + rem));
-        } else if let Some(next) = self.queue.dequeue(t) {
+        } else if let Some(next) = self.next_unit(t) {
             self.start(t, next, out);
         }
     }

@@ -267,8 +267,15 @@ impl<'a> Sim<'a> {
         let mut dirs = Vec::with_capacity(sc.links.len() * 2);
         for (li, l) in sc.links.iter().enumerate() {
             for k in 0..l.dirs.len() {
+                let from = if k == 0 { l.a } else { l.b };
                 dirs.push(match direction::direction(sc, li, k, seed) {
-                    Built::Packets(x) => DirElem::Packets(d.add_typed(x)),
+                    Built::Packets(mut x) => {
+                        // a host's (or router's) own segments wait in its socket
+                        if matches!(sc.nodes[from].role, NodeRole::Host | NodeRole::Router) {
+                            x.hold_local(node_addr(from));
+                        }
+                        DirElem::Packets(d.add_typed(x))
+                    }
                     Built::Cells(cfg, loss) => {
                         DirElem::Cells(d.add_typed(atm::line(sc, li, k, cfg, loss, &vcs)))
                     }

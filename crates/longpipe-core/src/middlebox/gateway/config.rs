@@ -26,27 +26,29 @@ pub struct GatewaySpec {
     /// gateway's link with the longest round-trip propagation delay).
     #[serde(default)]
     pub uplink: Option<String>,
-    /// Split mode: congestion control toward the client (default newreno; "bbr" implies
-    /// stack = "linux").
+    /// Split mode: congestion control toward the client (default hybla on the Linux
+    /// stack, what a PEPsal operator picks for a satellite leg; "bbr" implies stack =
+    /// "linux").
     #[serde(default)]
     pub tcp: Option<SplitTcp>,
-    /// Split mode: the stack of the connection toward the client, "classic" (default) or
-    /// "linux" (its defaults for SACK and the initial window apply unless `sack` and `iw`
-    /// say otherwise).
+    /// Split mode: the stack of the connection toward the client, "linux" (default; its
+    /// defaults for SACK, the initial window and the minimum RTO apply unless `sack`,
+    /// `iw` and `min_rto` say otherwise; "classic" with `tcp = "tahoe"`) or "classic".
     #[serde(default)]
     pub stack: Option<Stack>,
     /// Split mode: options of `tcp = "hybla"`.
     #[serde(default)]
     pub hybla: Option<HyblaSpec>,
-    /// Split mode: offer SACK toward the client (default: the stack's, false on the
-    /// classic stack).
+    /// Split mode: offer SACK toward the client (default: the stack's, true on the
+    /// Linux stack).
     #[serde(default)]
     pub sack: Option<bool>,
-    /// Split mode: initial window toward the client, segments (default: the stack's, 1
-    /// on the classic stack).
+    /// Split mode: initial window toward the client, segments (default: the stack's, 10
+    /// on the Linux stack).
     #[serde(default)]
     pub iw: Option<u32>,
-    /// Buffer per connection (default 1MB).
+    /// Buffer per connection (default: twice the uplink's bandwidth-delay product, at
+    /// least 1 MB; see [`default_buffer`]).
     #[serde(default)]
     pub buffer: Option<Bytes>,
     /// Satellite-side window of one connection (default: the uplink's bandwidth-delay
@@ -168,7 +170,8 @@ pub struct SplitConfig {
 pub struct GatewayConfig {
     /// None: ACK spoofing (the paper's gateway); Some: split connections.
     pub split: Option<SplitConfig>,
-    /// Gateway buffer per connection, bytes.
+    /// Gateway buffer per connection, bytes; 0 until [`super::Gateway::new`] sets the
+    /// default from the uplink ([`default_buffer`]).
     pub buffer: u64,
     /// Satellite-side window, bytes; None = the uplink's bandwidth-delay product.
     pub window: Option<u64>,
@@ -271,19 +274,32 @@ impl GatewaySpec {
             .unwrap_or(SimDuration::from_secs(1));
         let split = if split {
             // the variant/stack table and the stacks' defaults, as for a flow
-            let tcp = self.tcp.unwrap_or_default().kind();
+            // default: what an operator of a Linux router running PEPsal picks for the
+            // satellite leg: TCP Hybla (Caini & Firrincieli 2004, seed 002, the PEPsal
+            // authors' choice for satellite legs; in Linux since 2.6.13) on the Linux
+            // stack (SACK on, `net.ipv4.tcp_sack = 1`; IW 10, RFC 6928, since 2.6.39;
+            // 200 ms minimum RTO). 25 Mbit/s, 560 ms, BER 1e-6: 6.26 Mbit/s, where
+            // CUBIC (Linux's default) gets 0.83 and the classic NewReno/IW 1/no-SACK leg
+            // 0.45 (docs/notes/gateway-sharing.md)
+            let tcp = self.tcp.unwrap_or(SplitTcp::Hybla);
+            let stack = match (self.stack, tcp) {
+                (Some(s), _) => Some(s),
+                (None, SplitTcp::Tahoe) => None,
+                (None, _) => Some(Stack::Linux),
+            };
             let spec = FlowSpec {
-                tcp: Some(tcp),
-                // the leg keeps its own default stack (issue 25 item 4), not the flows'
-                stack: Some(self.stack.unwrap_or(tcp.classic_era_stack())),
+                tcp: Some(tcp.kind()),
+                stack,
                 hybla: self.hybla.clone(),
                 sack: self.sack,
                 iw: self.iw.map(IwSpec::Segments),
                 ..FlowSpec::default()
             };
             let mut leg = TcpProfile::resolve(&spec, path)?;
-            leg.rto.min = min_rto;
-            leg.rto.max = leg.rto.max.max(min_rto);
+            if let Some(m) = self.min_rto {
+                leg.rto.min = m.0;
+                leg.rto.max = leg.rto.max.max(m.0);
+            }
             Some(SplitConfig {
                 iw_segments: (leg.iw_bytes / leg.mss as u64) as u32,
                 leg,
@@ -293,7 +309,7 @@ impl GatewaySpec {
         };
         let cfg = GatewayConfig {
             split,
-            buffer: self.buffer.map(|b| b.0).unwrap_or(1_000_000),
+            buffer: self.buffer.map(|b| b.0).unwrap_or(0),
             window: self.window.map(|b| b.0),
             pace: self.pace.map(|r| r.0),
             dupthresh: self.dupthresh.unwrap_or(3),
@@ -321,7 +337,7 @@ impl GatewaySpec {
             memory: self.memory.map(|b| b.0),
             pace_catchup: SimDuration::ZERO,
         };
-        if cfg.buffer == 0 {
+        if self.buffer.is_some_and(|b| b.0 == 0) {
             return err(format!("{path}.buffer"), "must be positive");
         }
         if cfg.min_rto < MIN_TIMER {
@@ -347,6 +363,16 @@ impl GatewaySpec {
         }
         Ok(cfg)
     }
+}
+
+/// The default per-connection buffer: twice the uplink's bandwidth-delay product `bdp`
+/// (Linux's receive autotuning gives a connection a buffer of twice the window it needs,
+/// `tcp_adv_win_scale = 1`, net/ipv4/tcp_input.c `tcp_rcv_space_adjust`; a spoofing
+/// gateway holds one satellite window of acknowledged data and needs the second for the
+/// server to keep sending while it is repaired), at least 1 MB (the default before, kept
+/// for short links). GEO 25 Mbit/s × 560 ms: 3.5 MB.
+pub fn default_buffer(bdp: u64) -> u64 {
+    bdp.saturating_mul(2).max(1_000_000)
 }
 
 /// The default satellite-side window: the uplink's bandwidth-delay product (rate

@@ -257,7 +257,10 @@ pub struct Gateway<P = Packet> {
 impl<P: GwPacket> Gateway<P> {
     /// A gateway on an uplink: its default windows are the uplink's bandwidth-delay
     /// product, shared mode paces at its rate.
-    pub fn new(cfg: GatewayConfig, up: Uplink) -> Self {
+    pub fn new(mut cfg: GatewayConfig, up: Uplink) -> Self {
+        if cfg.buffer == 0 {
+            cfg.buffer = config::default_buffer(up.bdp);
+        }
         let conns = if cfg.split.is_some() {
             Conns::Split(BTreeMap::new())
         } else {

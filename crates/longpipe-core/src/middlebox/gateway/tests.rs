@@ -265,13 +265,25 @@ fn split_mode_resolves_its_leg_through_the_variant_table() {
             .unwrap()
             .resolve("node[0].gateway")
     };
-    // the classic stack's defaults (NewReno, IW 1, no SACK) unless told
+    // a PEPsal operator's leg unless told: Hybla, Linux stack, SACK, IW 10, 200 ms RTO
     let c = spec(r#"{"mode":"split"}"#).unwrap();
     let s = c.split.unwrap();
+    assert_eq!(
+        (s.leg.stack.name(), s.leg.cc.name(), s.iw_segments),
+        ("linux", "hybla", 10)
+    );
+    assert!(s.leg.sack);
+    assert_eq!(s.leg.rto.min, SimDuration::from_millis(200));
+    // the classic stack's defaults (NewReno, IW 1, no SACK) when asked for
+    let s = spec(r#"{"mode":"split","tcp":"newreno","stack":"classic"}"#)
+        .unwrap()
+        .split
+        .unwrap();
     assert_eq!(
         (s.leg.cc.name(), s.leg.recovery_name(), s.iw_segments),
         ("reno", "newreno", 1)
     );
+    assert!(!s.leg.sack);
     // BBR implies the Linux stack, whose defaults apply
     let s = spec(r#"{"mode":"split","tcp":"bbr"}"#)
         .unwrap()
