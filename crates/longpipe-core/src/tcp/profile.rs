@@ -123,16 +123,6 @@ impl TcpKind {
         }
     }
 
-    /// The stack profiles before issue 25: classic for everything but BBR. The gateway's
-    /// split-mode leg still defaults to it (its defaults are chosen with issue 25 item 4).
-    pub fn classic_era_stack(self) -> Stack {
-        if self.row().classic.is_ok() {
-            Stack::Classic
-        } else {
-            Stack::Linux
-        }
-    }
-
     /// What runs on `stack`, or why nothing does.
     pub fn on(self, stack: Stack) -> Combo {
         let r = self.row();
