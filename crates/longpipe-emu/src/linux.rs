@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn options_become_sockets_routes_and_sysctls() {
         let v = sc(
-            r#"{"src":"s","dst":"c","tcp":"newreno","mss":1000,"rwnd":"256KB","iw":4,"sack":true,"delayed_ack":false,"min_rto":"200ms","app":{"bytes":"1MB"},"start":"1s"}"#,
+            r#"{"src":"s","dst":"c","tcp":"newreno","stack":"classic","mss":1000,"rwnd":"256KB","iw":4,"sack":true,"delayed_ack":false,"min_rto":"200ms","app":{"bytes":"1MB"},"start":"1s"}"#,
         );
         let m = map(&v, None, &avail()).unwrap();
         let f = &m.flows[0];
@@ -459,7 +459,12 @@ mod tests {
             assert!(m.unmapped.is_empty(), "{:?}", m.unmapped);
         }
         // the classic stack leaves D-SACK at the kernel's default and has no timestamps
-        let m = map(&sc(r#"{"src":"s","dst":"c"}"#), None, &avail()).unwrap();
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","stack":"classic"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
         assert_eq!(get(&m, 0, "ipv4/tcp_timestamps").unwrap(), "0");
         assert_eq!(get(&m, 0, "ipv4/tcp_dsack"), None);
         let m = map(

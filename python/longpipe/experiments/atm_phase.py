@@ -13,7 +13,8 @@ from ..report import table
 
 if TYPE_CHECKING:
     from .._results import SimResult
-from .atm import CONDITIONS, DESYNC, DURATION_S, LOCAL_US, NAMES, PAPER_T1, POLICIES, UNIFORM, flow_plan, scenario
+from .atm import flow_plan, scenario
+from .atm_paper import CONDITIONS, DESYNC, DURATION_S, LOCAL_US, NAMES, PAPER_T1, POLICIES, UNIFORM
 
 
 def desync_check(conds: Sequence[tuple[int, int]] = CONDITIONS, seeds: Sequence[int] = (1, 2, 3),
