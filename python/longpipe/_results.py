@@ -244,7 +244,7 @@ class LinkResult(TypedDict):
     #: Units of the sending host's own endpoints that the queue refused and that waited in the
     #: socket for room instead (each counted once; only on a host's interface, absent from the
     #: result while zero).
-    held: int
+    held: NotRequired[int]
     #: Link-layer counters when the direction has a `layer2` (then `packets` counts SDUs accepted,
     #: `drops_queue` SDU-buffer overflows, `drops_loss` SDUs discarded after MaxDAT, and
     #: `utilization` the share of PDU slots used).

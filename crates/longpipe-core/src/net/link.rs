@@ -126,6 +126,7 @@ crate::counters! {
         /// waited in the socket for room instead (each counted once; only on a host's
         /// interface, absent from the result while zero).
         #[serde(skip_serializing_if = "is_zero")]
+        #[schemars(default)]
         pub held: u64,
         /// Units dropped because the link was down (only on scheduled directions).
         #[serde(skip_serializing_if = "OptCount::is_none")]
