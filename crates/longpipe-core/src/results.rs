@@ -5,13 +5,13 @@
 //! Counters are the elements' own counter structs, flattened in: nothing is copied
 //! field by field.
 
-pub use crate::stats::fairness_jain;
 use crate::app::records::{FlowApp, UserResult, Workload};
 use crate::l2::atm::report::{AtmLineReport, AtmReport};
 use crate::l2::rlc::{RlcCounters, RlcReport};
 use crate::l2::DirCounters;
 use crate::middlebox::gateway::GatewayCounters;
 use crate::net::link::{ClassCounters, LinkCounters};
+pub use crate::stats::fairness_jain;
 use crate::stats::Peak;
 use crate::tcp::profile::ProfileReport;
 use crate::tcp::sender::SenderCounters;

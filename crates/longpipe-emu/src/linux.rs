@@ -477,7 +477,7 @@ mod tests {
         assert!(m.unmapped[0].contains("flow[0].pacing"), "{:?}", m.unmapped);
         // timestamps are per host
         let e = map(
-            &sc(r#"{"src":"s","dst":"c","stack":"linux"},{"src":"s","dst":"c"}"#),
+            &sc(r#"{"src":"s","dst":"c","stack":"linux"},{"src":"s","dst":"c","stack":"classic"}"#),
             None,
             &avail(),
         )
