@@ -62,7 +62,9 @@ def test_flows_give_the_simulators_fields_a_capture_and_the_links_rate(tmp_path,
     # the same result contract as a simulated run (plus the emulator's own section)
     assert set(r) - {"emu", "interrupted"} == set(sim) - {"sim"} | {"sim"}
     assert set(r["flows"][0]) == set(sim["flows"][0])
-    assert set(r["links"][0]) == set(sim["links"][0])
+    # (`held`, the segments the simulated sender kept in its socket at a full interface
+    # queue, has no per-link counter in the kernel: the emulator leaves it out)
+    assert set(r["links"][0]) == set(sim["links"][0]) - {"held"}
     f = r["flows"][0]
     assert f["bytes_delivered"] == 300_000 and f["completion_time_s"] is not None
     # 300 kB over a 4 Mbit/s link take at least 0.6 s (the rate is enforced), and the

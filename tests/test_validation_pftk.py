@@ -19,7 +19,8 @@ def scenario(p):
         "warmup": "20s",
         "link": [{"a": "s", "b": "c", "rate": "100Mbps", "delay": "100ms", "queue": {"limit": "1000pkt"},
                   "loss": {"kind": "bernoulli", "p": p}}],
-        "flow": [{"src": "s", "dst": "c", "tcp": "newreno", "mss": 1460, "rwnd": "16MB"}],
+        # the classic profile PFTK models: Reno-style recovery, 1 s minimum RTO, no SACK
+        "flow": [{"src": "s", "dst": "c", "tcp": "newreno", "stack": "classic", "mss": 1460, "rwnd": "16MB"}],
     }
 
 
