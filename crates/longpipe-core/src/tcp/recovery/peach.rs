@@ -45,7 +45,8 @@
 //! retransmission timeout the start phase runs again (`restart_after_rto`), keeping
 //! RFC 5681's halved ssthresh for data ACKs.
 //!
-//! Why one file of ~980 lines (510 of code, the rest unit tests): the three variants
+//! Why one file of ~890 lines (about 430 of code, the rest unit tests; the options are in
+//! [`super::spec`]): the three variants
 //! share one probe state machine and differ in a few branches; splitting them would copy it.
 
 use super::{Recovery, DUP_THRESH};
