@@ -305,7 +305,10 @@ def download(work: Path, size: int, gateway: str | None, ber: float = 1e-7, rwnd
         if gateway == "split" and "ss" not in found:
             # the relay's sockets while the transfer runs (TCP_INFO: congestion control)
             out = in_ns(ns["gw"], "ss", "-tinH", "state", "established").stdout
-            if "10.0.0.3" in out and "10.0.0.1" in out:
+            # both legs: the satellite leg alone (10.0.0.1:8080 -> 10.0.0.3) names both
+            # addresses too, before the relay has connected to the server
+            if re.search(r"10\.0\.0\.1:8080\s+10\.0\.0\.3:", out) and \
+                    re.search(r"10\.0\.0\.3:\d+\s+10\.0\.0\.1:8080", out):
                 found["ss"] = out
 
     def counters(found: dict[str, Any], ns: dict[str, str]) -> None:
@@ -475,6 +478,7 @@ def test_split_mode_relays_a_real_download_with_the_chosen_congestion_control(sh
     assert "fwmark 0x1d1a lookup 7450" in with_gw["rules"], with_gw["rules"]
     # during the transfer: two legs; the satellite leg (the client's, 10.0.0.3) runs cc,
     # the server's leg (from the client's own address to the server) the default
+    assert "ss" in with_gw, "no snapshot with both legs established while the transfer ran"
     legs = [ln for ln in with_gw["ss"].splitlines() if "10.0.0.1:" in ln or "10.0.0.3:" in ln]
     info = with_gw["ss"]
     sat = re.search(r"10\.0\.0\.1:8080\s+10\.0\.0\.3:\d+.*?\n(.*?)(?:\n\S|$)", info, re.S)
