@@ -1,10 +1,17 @@
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# A shell without job control starts background commands (`make test &`) with SIGINT
+# ignored, and an ignored signal stays ignored across exec: the Ctrl-C tests' commands
+# would never see it. Python's own handler is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

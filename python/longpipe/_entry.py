@@ -22,7 +22,16 @@ def console_main() -> None:
             rc = main()
     except KeyboardInterrupt as e:  # while the modules load, or a second Ctrl-C
         rc = interrupted(e)
-    if rc > 128:
+    if rc > 128 or _arrow_loaded_and_nothing_left_to_join():
+        if rc <= 128:
+            # pyarrow's C++ thread pools can abort the process while the interpreter
+            # finalizes ("terminate called without an active exception", SIGABRT:
+            # apache/arrow#34314), turning a finished command's exit status into -6.
+            # Everything is written and closed by now: run the atexit handlers (pools,
+            # temporary directories) and leave without the C++ static destructors.
+            import atexit
+
+            atexit._run_exitfuncs()
         for f in (sys.stdout, sys.stderr):
             try:
                 f.flush()
@@ -30,3 +39,13 @@ def console_main() -> None:
                 pass
         os._exit(rc)
     sys.exit(rc)
+
+
+def _arrow_loaded_and_nothing_left_to_join() -> bool:
+    """Whether pyarrow was imported and only the main thread (and daemon threads, which
+    the interpreter would not wait for either) is left."""
+    if "pyarrow" not in sys.modules:
+        return False
+    import threading
+
+    return all(t.daemon or t is threading.main_thread() for t in threading.enumerate())
