@@ -47,13 +47,13 @@ fn half(bytes: u64) -> i32 {
     (bytes / 2).clamp(1, i32::MAX as u64) as i32
 }
 
-/// Makes the listening sockets of every receiver ([`linux::listen_groups`]). Each gets
-/// the largest `rwnd` and `mss` of its flows before `listen()`, so the accepted sockets
-/// inherit them: `SO_RCVBUFFORCE` rwnd (the kernel doubles it: `sk_rcvbuf` = 2 × rwnd, of
-/// which Linux counts half as window until it has measured its first segment's
-/// overhead) and `TCP_WINDOW_CLAMP` rwnd. The SYN-ACK then advertises rwnd with the
-/// smallest window scale that holds it. The backlog holds every flow of the group.
-/// `enter(node)` moves this thread into a node's namespace, `leave()` back.
+/// Makes the listening sockets of every receiver ([`linux::listen_groups`]), in the
+/// receiving node's namespace, whose `tcp_rmem` gives them a buffer of rwnd
+/// ([`linux::receive_buffers`]); each gets the largest `TCP_WINDOW_CLAMP` (rwnd) and
+/// `TCP_MAXSEG` of its flows before `listen()`, so that the accepted sockets inherit
+/// them and the SYN-ACK offers the smallest window scale that holds rwnd. The backlog
+/// holds every flow of the group. `enter(node)` moves this thread into a node's
+/// namespace, `leave()` back.
 pub fn make_listeners(
     flows: &[FlowMap],
     enter: &dyn Fn(usize) -> io::Result<()>,
@@ -69,7 +69,6 @@ pub fn make_listeners(
             let l = sys::tcp_socket()?;
             sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
             sys::setsockopt_int(&l, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss as i32)?;
-            sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, half(2 * rwnd))?;
             let clamp = rwnd.min(i32::MAX as u64) as i32;
             sys::setsockopt_int(&l, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, clamp)?;
             sys::bind_v4(&l, addr, port)?;
@@ -108,29 +107,27 @@ pub fn make_sender(
 /// measurement of its segments' overhead.
 ///
 /// Since Linux 6.5 (`tcp_measure_rcv_mss`), the first full-sized segment sets the
-/// socket's `scaling_ratio` (payload / truesize: 160/256 for 1460 B segments from a TUN
+/// socket's `scaling_ratio` (payload / truesize: 160/256 for 1448 B segments from a TUN
 /// device, measured here) and *replaces* `TCP_WINDOW_CLAMP` by `sk_rcvbuf` × that ratio,
 /// which is why a clamp alone let the window grow to ~2.3 × rwnd, and a plain
-/// `SO_RCVBUF` of rwnd to 1.24 × rwnd (measurements in docs/emulation.md). So:
-/// [`Window::accepted`] shrinks `sk_rcvbuf` to rwnd before any data, so that the
-/// replaced clamp (rwnd × ratio < rwnd) cannot exceed rwnd; [`Window::settle`], once data
-/// has been read (the ratio is measured, and does not change while segments keep their
-/// size), gives the buffer room again (`SO_RCVBUF` 2 × rwnd: `sk_rcvbuf` 4 × rwnd, so
-/// out-of-order data and the kernel's overhead never limit the window; capped by the
-/// host's `net.core.rmem_max`, global) and sets `TCP_WINDOW_CLAMP` back to rwnd, which
-/// then holds.
+/// `SO_RCVBUF` of rwnd to 1.24 × rwnd (measurements in docs/emulation.md). So the
+/// socket starts with `sk_rcvbuf` = rwnd ([`linux::receive_buffers`]): the replaced clamp
+/// (rwnd × ratio) is below rwnd. [`Window::settle`], once data has been read (the ratio
+/// is measured, and does not change while segments keep their size), gives the buffer
+/// room (`SO_RCVBUF` 2 × rwnd: `sk_rcvbuf` 4 × rwnd, so out-of-order data and the
+/// kernel's overhead never limit the window; capped by the host's `net.core.rmem_max`,
+/// global) and sets `TCP_WINDOW_CLAMP` back to rwnd, which then holds.
 pub struct Window {
     rwnd: u64,
     settled: bool,
 }
 
 impl Window {
-    pub fn accepted(s: &impl AsRawFd, rwnd: u64) -> io::Result<Window> {
-        sys::setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF, half(rwnd))?;
-        Ok(Window {
+    pub fn new(rwnd: u64) -> Window {
+        Window {
             rwnd,
             settled: false,
-        })
+        }
     }
 
     pub fn settle(&mut self, s: &impl AsRawFd) -> io::Result<()> {
@@ -270,14 +267,8 @@ fn acceptor(
                         flows[i].src_addr == peer.ip().octets() && flows[i].sport == peer.port()
                     });
                     let Some(k) = k else { continue }; // not one of ours: closed
-                    let f = &flows[l.flows[k]];
-                    match Window::accepted(&s, f.rwnd) {
-                        Ok(w) => {
-                            let _ = to[k].send((s, w));
-                            waiting -= 1;
-                        }
-                        Err(e) => return Some(format!("flow {} receive buffer: {e}", f.id)),
-                    }
+                    let _ = to[k].send((s, Window::new(flows[l.flows[k]].rwnd)));
+                    waiting -= 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -80,6 +80,37 @@ pub fn listen_groups(flows: &[FlowMap]) -> Vec<((usize, u16), Vec<usize>)> {
     g.into_iter().collect()
 }
 
+/// For `--flows`: the receive buffer every socket of a receiving node starts with —
+/// `tcp_rmem`'s default — is the largest `rwnd` of the flows to it, and autotuning is
+/// off there (`tcp_moderate_rcvbuf` 0), so that an accepted socket has `sk_rcvbuf` =
+/// rwnd from its first byte on, whenever its application gets to it. Linux replaces
+/// `TCP_WINDOW_CLAMP` at the first full-sized segment by `sk_rcvbuf` × the segments'
+/// payload/truesize ratio (< 1), so the window cannot pass rwnd then; once data has been
+/// read the receiver enlarges its buffer and sets the clamp again ([`crate::flows::Window`]).
+/// (Set by the listening socket itself, the buffer would be inherited, but a locked one
+/// also halves the window and window scale the SYN-ACK offers; set on the accepted
+/// socket, it came too late when the first data arrived with the handshake's last ACK.)
+pub fn receive_buffers(m: &mut Mapping) {
+    for (u, set) in m.sysctls.iter_mut().enumerate() {
+        let Some(r) = m.flows.iter().filter(|f| f.dst == u).map(|f| f.rwnd).max() else {
+            continue;
+        };
+        for (k, v) in set.iter_mut() {
+            if k == "ipv4/tcp_rmem" {
+                let max = v
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap_or(0);
+                *v = format!("4096 {} {}", r.max(4096), max.max(r));
+            } else if k == "ipv4/tcp_moderate_rcvbuf" {
+                *v = "0".into();
+            }
+        }
+    }
+}
+
 /// The kernel's congestion control for a scenario's `tcp`; Err = the message.
 pub fn kernel_cc(kind: TcpKind, available: &[String]) -> Result<String, String> {
     let want = match kind {
@@ -715,5 +746,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn flow_receivers_start_with_a_buffer_of_rwnd_and_no_autotuning() {
+        let mut m = map(
+            &sc(r#"{"src":"s","dst":"c","rwnd":"8760B"},{"src":"s","dst":"c","rwnd":"100000B"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        receive_buffers(&mut m);
+        let get = |m: &Mapping, u: usize, k: &str| {
+            m.sysctls[u].iter().find(|x| x.0 == k).map(|x| x.1.clone())
+        };
+        assert_eq!(get(&m, 2, "ipv4/tcp_rmem").unwrap(), "4096 100000 4194304");
+        assert_eq!(get(&m, 2, "ipv4/tcp_moderate_rcvbuf").unwrap(), "0");
+        // the sender keeps Linux's defaults
+        assert_eq!(get(&m, 0, "ipv4/tcp_rmem").unwrap(), "4096 131072 4194304");
+        assert_eq!(get(&m, 0, "ipv4/tcp_moderate_rcvbuf").unwrap(), "1");
     }
 }

@@ -271,10 +271,13 @@ fn cmd_run(a: RunArgs) -> i32 {
         Err(e) => return bad(format!("{src}: {e}")),
     };
     let seed = a.seed.unwrap_or(sc.seed);
-    let m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
+    let mut m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
         Ok(m) => m,
         Err(e) => return bad(format!("{src}: {e}")),
     };
+    if a.flows {
+        linux::receive_buffers(&mut m);
+    }
     let mut cap_ports = Vec::new();
     for (spec, path) in &a.pcaps {
         match capture_port(&sc, spec) {
