@@ -111,6 +111,26 @@ pub fn receive_buffers(m: &mut Mapping) {
     }
 }
 
+/// What the host's `net.core.rmem_max` (host-wide: a namespace cannot raise it) does to
+/// the flows' windows, one line per flow it limits: the unprivileged ferry's receiver can
+/// get `sk_rcvbuf` = 2 × rmem_max at most, and Linux counts about 160/256 of it as window
+/// (the ratio measured here for 1448 B segments from a TUN device), so an rwnd above
+/// 1.25 × rmem_max may not be reached.
+pub fn buffer_notes(m: &Mapping, rmem_max: u64) -> Vec<String> {
+    let reach = rmem_max * 2 * 160 / 256;
+    m.flows
+        .iter()
+        .filter(|f| f.rwnd > reach)
+        .map(|f| {
+            format!(
+                "flow {} rwnd: {} B may not be reached: the host's net.core.rmem_max ({rmem_max} B, \
+                 host-wide) lets a receiver's window grow to about {reach} B",
+                f.id, f.rwnd
+            )
+        })
+        .collect()
+}
+
 /// The kernel's congestion control for a scenario's `tcp`; Err = the message.
 pub fn kernel_cc(kind: TcpKind, available: &[String]) -> Result<String, String> {
     let want = match kind {
@@ -765,5 +785,19 @@ mod tests {
         // the sender keeps Linux's defaults
         assert_eq!(get(&m, 0, "ipv4/tcp_rmem").unwrap(), "4096 131072 4194304");
         assert_eq!(get(&m, 0, "ipv4/tcp_moderate_rcvbuf").unwrap(), "1");
+    }
+
+    #[test]
+    fn a_window_beyond_the_hosts_rmem_max_is_listed() {
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","rwnd":"4MB"},{"src":"s","dst":"c","rwnd":"8MB"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        let n = buffer_notes(&m, 4 << 20);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("flow 1 rwnd: 8000000 B"), "{n:?}");
+        assert!(buffer_notes(&m, 8 << 20).is_empty());
     }
 }

@@ -277,6 +277,12 @@ fn cmd_run(a: RunArgs) -> i32 {
     };
     if a.flows {
         linux::receive_buffers(&mut m);
+        let rmem_max = fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|v| v.trim().parse().ok());
+        if let Some(r) = rmem_max {
+            m.unmapped.extend(linux::buffer_notes(&m, r));
+        }
     }
     let mut cap_ports = Vec::new();
     for (spec, path) in &a.pcaps {
