@@ -11,6 +11,7 @@ like ``longpipe run``). See docs/emulation.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -45,9 +46,48 @@ def find_binary() -> str:
                      f"(cargo build -p longpipe-emu --release) or set LONGPIPE_EMU")
 
 
+def run_binary(cmd: list[str], *, capture_stderr: bool = False, timeout: float | None = None,
+               stdin: int | None = subprocess.DEVNULL, command: bool = False) -> tuple[int, str]:
+    """Runs the binary; (exit status, its stderr if captured). On Ctrl-C (SIGINT) or
+    SIGTERM/SIGHUP (raised as :class:`~longpipe._signals.Terminated`) the signal is passed
+    on to the binary, which tears down its namespaces (exit 130), and then re-raised;
+    only if it has not ended 30 s later is it killed. ``subprocess.run`` would SIGKILL it
+    at once and leave the namespaces behind. With ``command`` (``-- CMD``) Ctrl-C is the
+    command's own (the terminal sends it to the whole process group: an interactive
+    shell ignores it): this process ignores it while the binary runs."""
+    import signal
+
+    from ._signals import Terminated
+
+    p = subprocess.Popen(cmd, stdin=stdin, stderr=subprocess.PIPE if capture_stderr else None, text=True)
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if command and main else None
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except BaseException as e:
+        sig = e.signum if isinstance(e, Terminated) else signal.SIGINT
+        if isinstance(e, subprocess.TimeoutExpired):
+            sig = signal.SIGTERM
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(sig)
+        try:
+            p.communicate(timeout=30)
+        except BaseException:
+            p.kill()
+            p.wait()
+            raise
+        raise
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+    return p.returncode, err or ""
+
+
 def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scenario",
              cc: str | None = None, pcaps: Mapping[str, Path] | None = None,
-             timeout: float | None = None) -> dict[str, Any]:
+             timeout: float | None = None, user: str | None = None) -> dict[str, Any]:
     """Runs a scenario's flows in the emulator; the result document (the fields of a
     simulated run, plus ``emu``). Raises UsageError with the binary's message on bad
     input (exit 2) and RuntimeError on a failure."""
@@ -59,19 +99,21 @@ def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scen
         cmd = [exe, "run", "--scenario", str(sc_path), "--source", source, "--flows", "--result", str(res_path)]
         if seed is not None:
             cmd += ["--seed", str(seed)]
-        if cc:
+        if cc is not None:
             cmd += ["--cc", cc]
+        if user is not None:
+            cmd += ["--user", user]
         for spec, path in (pcaps or {}).items():
             cmd += ["--pcap", f"{spec}={path}"]
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
-        if p.returncode == 2:
-            raise UsageError(p.stderr.strip().removeprefix("error: "))
-        if p.returncode == 130:
+        rc, stderr = run_binary(cmd, capture_stderr=True, timeout=timeout)
+        if rc == 2:
+            raise UsageError(stderr.strip().removeprefix("error: "))
+        if rc == 130:
             raise KeyboardInterrupt
-        if p.returncode != 0 or not res_path.exists():
-            raise RuntimeError(f"{BINARY} failed (exit {p.returncode}): {p.stderr.strip()}")
-        if p.stderr.strip():
-            sys.stderr.write(p.stderr)
+        if rc != 0 or not res_path.exists():
+            raise RuntimeError(f"{BINARY} failed (exit {rc}): {stderr.strip()}")
+        if stderr.strip():
+            sys.stderr.write(stderr)
         data: dict[str, Any] = json.loads(res_path.read_text())
         return data
 
@@ -123,6 +165,9 @@ def cmd_emu(args: argparse.Namespace) -> int:
         raise UsageError("longpipe emu: expected a scenario file (or 'cleanup', or --selftest)")
     if args.flows == bool(args.cmd):
         raise UsageError("longpipe emu: give either --flows or -- COMMAND")
+    for opt, v in (("--cc", args.cc), ("--user", args.user)):
+        if v is not None and not v.strip():
+            raise UsageError(f"longpipe emu: {opt}: expected a name, got an empty string")
     from . import api
     from ._io import check_output_dir, check_output_file, write_outputs
     from .options import pcap_specs as _pcap_specs
@@ -141,7 +186,12 @@ def cmd_emu(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="longpipe-emu-") as d:
         tmp = {spec: Path(d) / f"{i}.pcap" for i, spec in enumerate(names)}
         if args.flows:
-            data = run_json(json.dumps(sc, allow_nan=False), seed, source=src or "scenario", cc=args.cc, pcaps=tmp)
+            try:
+                data = run_json(json.dumps(sc, allow_nan=False), seed, source=src or "scenario", cc=args.cc,
+                                pcaps=tmp, user=args.user)
+            except RuntimeError as e:  # the binary failed and said why (not a bug of ours)
+                print(f"error: {e}", file=sys.stderr)
+                return 1
             rc = 0
         else:
             sc_path = Path(d) / "scenario.json"
@@ -155,7 +205,7 @@ def cmd_emu(args: argparse.Namespace) -> int:
                 cmd += ["--spawn", s]
             for spec, path in tmp.items():
                 cmd += ["--pcap", f"{spec}={path}"]
-            rc = subprocess.call([*cmd, "--", *args.cmd])
+            rc, _ = run_binary([*cmd, "--", *args.cmd], stdin=None, command=True)
             if not res_path.exists():
                 return rc
             data = json.loads(res_path.read_text())

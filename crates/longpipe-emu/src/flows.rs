@@ -14,49 +14,82 @@
 //!   every millisecond: an episode shorter than that may be missed);
 //! - `mean_rtt_s`: the mean of the sampled smoothed RTT (`tcpi_rtt`), a time average of
 //!   Linux's SRTT, where the simulator averages its RTT samples.
+//!
+//! Invariants: a flow's connection has the simulator's 4-tuple; a receiver never
+//! advertises more than its flow's `rwnd` ([`Window`]).
+//!
+//! Why ~620 lines: the sockets, the threads of a run (acceptor, receiver, sender,
+//! monitor) and the mapping of what they saw onto the simulator's fields belong together.
 
-use crate::linux::FlowMap;
+use crate::linux::{self, FlowMap};
 use crate::sys;
 use longpipe_core::results::FlowResult;
 use longpipe_core::scenario::ValidScenario;
 use longpipe_core::tcp::sender::SenderCounters;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// A flow's two sockets, made in their namespaces.
-pub struct FlowSockets {
-    pub send: OwnedFd,
-    pub listen: OwnedFd,
+/// A listening socket in a receiving node's namespace and the flows it accepts
+/// (indices into the mapping; they share the node's address and the receiver's port).
+pub struct Listener {
+    pub fd: OwnedFd,
+    pub flows: Vec<usize>,
 }
 
-/// Makes the sockets of a flow. `enter(node)` moves this thread into a node's
+/// Socket buffer to ask for (`SO_RCVBUF`; the kernel doubles it) so that `sk_rcvbuf` is
+/// `bytes`, within what `setsockopt` takes.
+fn half(bytes: u64) -> i32 {
+    (bytes / 2).clamp(1, i32::MAX as u64) as i32
+}
+
+/// Makes the listening sockets of every receiver ([`linux::listen_groups`]), in the
+/// receiving node's namespace, whose `tcp_rmem` gives them a buffer of rwnd
+/// ([`linux::receive_buffers`]); each gets the largest `TCP_WINDOW_CLAMP` (rwnd) and
+/// `TCP_MAXSEG` of its flows before `listen()`, so that the accepted sockets inherit
+/// them and the SYN-ACK offers the smallest window scale that holds rwnd. The backlog
+/// holds every flow of the group. `enter(node)` moves this thread into a node's
 /// namespace, `leave()` back.
-pub fn make_sockets(
+pub fn make_listeners(
+    flows: &[FlowMap],
+    enter: &dyn Fn(usize) -> io::Result<()>,
+    leave: &dyn Fn() -> io::Result<()>,
+) -> io::Result<Vec<Listener>> {
+    let mut out = Vec::new();
+    for ((node, port), members) in linux::listen_groups(flows) {
+        let rwnd = members.iter().map(|&i| flows[i].rwnd).max().unwrap_or(0);
+        let mss = members.iter().map(|&i| flows[i].mss).max().unwrap_or(0);
+        let addr = flows[members[0]].dst_addr;
+        enter(node)?;
+        let l = (|| -> io::Result<OwnedFd> {
+            let l = sys::tcp_socket()?;
+            sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+            sys::setsockopt_int(&l, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss as i32)?;
+            let clamp = rwnd.min(i32::MAX as u64) as i32;
+            sys::setsockopt_int(&l, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, clamp)?;
+            sys::bind_v4(&l, addr, port)?;
+            sys::listen(&l, (members.len() as i32).clamp(4, 65_535))?;
+            Ok(l)
+        })();
+        leave()?;
+        out.push(Listener {
+            fd: l?,
+            flows: members,
+        });
+    }
+    Ok(out)
+}
+
+/// Makes a flow's sending socket in its source's namespace, bound to its port.
+pub fn make_sender(
     f: &FlowMap,
     enter: &dyn Fn(usize) -> io::Result<()>,
     leave: &dyn Fn() -> io::Result<()>,
-) -> io::Result<FlowSockets> {
-    let clamp = f.rwnd.min(i32::MAX as u64 / 4) as i32;
-    enter(f.dst)?;
-    let listen = (|| -> io::Result<OwnedFd> {
-        let l = sys::tcp_socket()?;
-        sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-        sys::setsockopt_int(&l, libc::IPPROTO_TCP, libc::TCP_MAXSEG, f.mss as i32)?;
-        // The receive buffer (doubled by the kernel) leaves room above the clamp for
-        // Linux's overhead accounting, so the advertised window reaches rwnd.
-        sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 2 * clamp)?;
-        sys::setsockopt_int(&l, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, clamp)?;
-        sys::bind_v4(&l, f.dst_addr, f.dport)?;
-        sys::listen(&l, 4)?;
-        Ok(l)
-    })();
-    leave()?;
-    let listen = listen?;
+) -> io::Result<OwnedFd> {
     enter(f.src)?;
     let send = (|| -> io::Result<OwnedFd> {
         let s = sys::tcp_socket()?;
@@ -67,10 +100,45 @@ pub fn make_sockets(
         Ok(s)
     })();
     leave()?;
-    Ok(FlowSockets {
-        send: send?,
-        listen,
-    })
+    send
+}
+
+/// The receive window of an accepted connection, in two steps around the kernel's
+/// measurement of its segments' overhead.
+///
+/// Since Linux 6.5 (`tcp_measure_rcv_mss`), the first full-sized segment sets the
+/// socket's `scaling_ratio` (payload / truesize: 160/256 for 1448 B segments from a TUN
+/// device, measured here) and *replaces* `TCP_WINDOW_CLAMP` by `sk_rcvbuf` × that ratio,
+/// which is why a clamp alone let the window grow to ~2.3 × rwnd, and a plain
+/// `SO_RCVBUF` of rwnd to 1.24 × rwnd (measurements in docs/emulation.md). So the
+/// socket starts with `sk_rcvbuf` = rwnd ([`linux::receive_buffers`]): the replaced clamp
+/// (rwnd × ratio) is below rwnd. [`Window::settle`], once data has been read (the ratio
+/// is measured, and does not change while segments keep their size), gives the buffer
+/// room (`SO_RCVBUF` 2 × rwnd: `sk_rcvbuf` 4 × rwnd, so out-of-order data and the
+/// kernel's overhead never limit the window; capped by the host's `net.core.rmem_max`,
+/// global) and sets `TCP_WINDOW_CLAMP` back to rwnd, which then holds.
+pub struct Window {
+    rwnd: u64,
+    settled: bool,
+}
+
+impl Window {
+    pub fn new(rwnd: u64) -> Window {
+        Window {
+            rwnd,
+            settled: false,
+        }
+    }
+
+    pub fn settle(&mut self, s: &impl AsRawFd) -> io::Result<()> {
+        if !self.settled {
+            self.settled = true;
+            sys::setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF, half(4 * self.rwnd))?;
+            let clamp = self.rwnd.min(i32::MAX as u64) as i32;
+            sys::setsockopt_int(s, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, clamp)?;
+        }
+        Ok(())
+    }
 }
 
 /// The fields of `struct tcp_info` we read (byte offsets of the Linux UAPI layout).
@@ -161,25 +229,69 @@ impl Times {
     }
 }
 
-fn receiver(listen: OwnedFd, f: FlowMap, tm: Times, stop: Arc<AtomicBool>) -> RxStats {
-    let mut st = RxStats::default();
-    let l = TcpListener::from(listen);
-    let go = || !stop.load(Ordering::Relaxed) && tm.now() < tm.end;
-    if let Err(e) = l.set_nonblocking(true) {
-        st.error = Some(e.to_string());
-        return st;
+/// A connection accepted for a flow, with its window's state.
+type Accepted = (TcpStream, Window);
+
+/// Accepts the connections of one listening socket and hands each to its flow's
+/// receiver, told by the peer's address and port (the flow's 4-tuple); a connection from
+/// elsewhere is closed.
+fn acceptor(
+    l: Listener,
+    flows: Vec<FlowMap>,
+    to: Vec<mpsc::Sender<Accepted>>,
+    tm: Times,
+    stop: Arc<AtomicBool>,
+) -> Option<String> {
+    let fd = l.fd.as_raw_fd();
+    let lis = TcpListener::from(l.fd);
+    if let Err(e) = lis.set_nonblocking(true) {
+        return Some(format!("listen: {e}"));
     }
-    let mut s = loop {
-        match l.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && go() => {
-                thread::sleep(Duration::from_millis(1))
+    let mut waiting = l.flows.len();
+    while waiting > 0 && !stop.load(Ordering::Relaxed) && tm.now() < tm.end {
+        let mut p = [libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        if let Err(e) = sys::ppoll(&mut p, Some(10_000_000)) {
+            return Some(format!("poll: {e}"));
+        }
+        loop {
+            match lis.accept() {
+                Ok((s, peer)) => {
+                    let std::net::SocketAddr::V4(peer) = peer else {
+                        continue;
+                    };
+                    let k = l.flows.iter().position(|&i| {
+                        flows[i].src_addr == peer.ip().octets() && flows[i].sport == peer.port()
+                    });
+                    let Some(k) = k else { continue }; // not one of ours: closed
+                    let _ = to[k].send((s, Window::new(flows[l.flows[k]].rwnd)));
+                    waiting -= 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(format!("accept: {e}")),
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return st,
-            Err(e) => {
-                st.error = Some(format!("accept: {e}"));
-                return st;
-            }
+        }
+    }
+    None
+}
+
+fn receiver(
+    from: mpsc::Receiver<Accepted>,
+    f: FlowMap,
+    tm: Times,
+    stop: Arc<AtomicBool>,
+) -> RxStats {
+    let mut st = RxStats::default();
+    let go = || !stop.load(Ordering::Relaxed) && tm.now() < tm.end;
+    let (mut s, mut window) = loop {
+        match from.recv_timeout(Duration::from_millis(10)) {
+            Ok(x) => break x,
+            Err(mpsc::RecvTimeoutError::Timeout) if go() => {}
+            Err(_) => return st,
         }
     };
     let _ = s.set_nonblocking(false);
@@ -189,6 +301,9 @@ fn receiver(listen: OwnedFd, f: FlowMap, tm: Times, stop: Arc<AtomicBool>) -> Rx
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                if let Err(e) = window.settle(&s) {
+                    st.error = Some(format!("receive window: {e}"));
+                }
                 let t = tm.now();
                 if t > tm.end {
                     break;
@@ -315,29 +430,53 @@ fn monitor(
 pub struct Running {
     rx: Vec<thread::JoinHandle<RxStats>>,
     tx: Vec<thread::JoinHandle<Option<String>>>,
+    acc: Vec<thread::JoinHandle<Option<String>>>,
     mon: thread::JoinHandle<Vec<TxStats>>,
     pub stop: Arc<AtomicBool>,
 }
 
-/// Starts every flow's threads.
-pub fn start(flows: &[FlowMap], socks: Vec<FlowSockets>, tm: Times) -> Running {
+/// Starts every flow's threads (a receiver and a sender per flow, an acceptor per
+/// listening socket, one monitor).
+pub fn start(
+    flows: &[FlowMap],
+    senders: Vec<OwnedFd>,
+    listeners: Vec<Listener>,
+    tm: Times,
+) -> Running {
     let stop = Arc::new(AtomicBool::new(false));
     let mut rx = Vec::new();
     let mut tx = Vec::new();
     let mut slots = Vec::new();
-    for (f, s) in flows.iter().zip(socks) {
+    let mut inbox = Vec::new();
+    for (f, send) in flows.iter().zip(senders) {
         let slot = Arc::new(Mutex::new(None));
         slots.push(slot.clone());
         let (f1, f2, st1, st2) = (f.clone(), f.clone(), stop.clone(), stop.clone());
-        let listen = s.listen;
-        rx.push(thread::spawn(move || receiver(listen, f1, tm, st1)));
-        let send = s.send;
+        let (to, from) = mpsc::channel();
+        inbox.push(Some(to));
+        rx.push(thread::spawn(move || receiver(from, f1, tm, st1)));
         tx.push(thread::spawn(move || sender(send, f2, tm, st2, slot)));
+    }
+    let mut acc = Vec::new();
+    for l in listeners {
+        let to = l
+            .flows
+            .iter()
+            .filter_map(|&i| inbox.get_mut(i)?.take())
+            .collect();
+        let (fl, st) = (flows.to_vec(), stop.clone());
+        acc.push(thread::spawn(move || acceptor(l, fl, to, tm, st)));
     }
     let st = stop.clone();
     let fl = flows.to_vec();
     let mon = thread::spawn(move || monitor(fl, slots, tm, st));
-    Running { rx, tx, mon, stop }
+    Running {
+        rx,
+        tx,
+        acc,
+        mon,
+        stop,
+    }
 }
 
 /// One flow's outcome.
@@ -368,6 +507,11 @@ impl Running {
         self.stop.store(true, Ordering::Relaxed);
         let mut errs = Vec::new();
         let mon = join(self.mon, "monitor", &mut errs);
+        for (i, a) in self.acc.into_iter().enumerate() {
+            if let Some(e) = join(a, &format!("acceptor {i}"), &mut errs) {
+                errs.push(format!("acceptor {i}: {e}"));
+            }
+        }
         let mut out = Vec::new();
         for (i, (r, t)) in self.rx.into_iter().zip(self.tx).enumerate() {
             let mut errors = errs.clone();

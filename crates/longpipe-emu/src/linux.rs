@@ -6,6 +6,9 @@
 //! [`Mapping::unmapped`] (reported in the result), or refused when the run would not mean
 //! what the scenario says (tahoe, a tcp-gateway node, an ATM switch or link, an
 //! unavailable congestion control). See docs/emulation.md.
+//!
+//! Why ~720 lines: one mapping over every TCP key of the scenario; half the file is its
+//! unit tests.
 
 use longpipe_core::l2::Layer2Config;
 use longpipe_core::net::packet::node_addr;
@@ -33,6 +36,17 @@ pub struct FlowMap {
     pub dport: u16,
 }
 
+/// Host-wide settings (paths under /proc/sys/net) that bound every namespace and that a
+/// namespace cannot change (`net.core.rmem_max` / `wmem_max` cap an unprivileged
+/// socket's `SO_RCVBUF` / `SO_SNDBUF`; `tcp_mem` is the TCP memory of the whole host):
+/// the emulator leaves them as the host has them and reports them.
+pub const HOST_SYSCTLS: [&str; 3] = ["core/rmem_max", "core/wmem_max", "ipv4/tcp_mem"];
+
+/// The smallest and largest `TCP_MAXSEG` Linux accepts (`TCP_MIN_MSS`, and
+/// `MAX_TCP_WINDOW` in include/net/tcp.h).
+pub const TCP_MIN_MSS: u32 = 88;
+pub const MAX_TCP_MAXSEG: u32 = 32_767;
+
 /// Everything the set-up applies.
 #[derive(Debug, Clone, Default)]
 pub struct Mapping {
@@ -47,12 +61,74 @@ pub struct Mapping {
     pub mtu: u32,
 }
 
-/// A flow's ports: (sender's, receiver's), as the simulator numbers them.
+/// A flow's ports: (sender's, receiver's), the simulator's own numbering
+/// ([`longpipe_core::sim::ports`]), so an emulated flow has the simulated one's 4-tuple:
+/// flow `i` sends from port 49 152 + (i mod 16 384) of its source's address to port
+/// 5001 + ⌊i / 16 384⌋ of its destination's. The 4-tuple is unique per flow; the
+/// receivers of one node share a listening socket per port ([`listen_groups`]).
 pub fn ports(flow: usize) -> (u16, u16) {
-    (
-        49_152 + (flow % 16_384) as u16,
-        5001 + (flow / 16_384) as u16,
-    )
+    longpipe_core::sim::ports(flow)
+}
+
+/// The listening sockets the flows need: one per (destination node, destination port),
+/// with the indices (into `flows`) of the flows it accepts, in order.
+pub fn listen_groups(flows: &[FlowMap]) -> Vec<((usize, u16), Vec<usize>)> {
+    let mut g: BTreeMap<(usize, u16), Vec<usize>> = BTreeMap::new();
+    for (i, f) in flows.iter().enumerate() {
+        g.entry((f.dst, f.dport)).or_default().push(i);
+    }
+    g.into_iter().collect()
+}
+
+/// For `--flows`: the receive buffer every socket of a receiving node starts with —
+/// `tcp_rmem`'s default — is the largest `rwnd` of the flows to it, and autotuning is
+/// off there (`tcp_moderate_rcvbuf` 0), so that an accepted socket has `sk_rcvbuf` =
+/// rwnd from its first byte on, whenever its application gets to it. Linux replaces
+/// `TCP_WINDOW_CLAMP` at the first full-sized segment by `sk_rcvbuf` × the segments'
+/// payload/truesize ratio (< 1), so the window cannot pass rwnd then; once data has been
+/// read the receiver enlarges its buffer and sets the clamp again ([`crate::flows::Window`]).
+/// (Set by the listening socket itself, the buffer would be inherited, but a locked one
+/// also halves the window and window scale the SYN-ACK offers; set on the accepted
+/// socket, it came too late when the first data arrived with the handshake's last ACK.)
+pub fn receive_buffers(m: &mut Mapping) {
+    for (u, set) in m.sysctls.iter_mut().enumerate() {
+        let Some(r) = m.flows.iter().filter(|f| f.dst == u).map(|f| f.rwnd).max() else {
+            continue;
+        };
+        for (k, v) in set.iter_mut() {
+            if k == "ipv4/tcp_rmem" {
+                let max = v
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap_or(0);
+                *v = format!("4096 {} {}", r.max(4096), max.max(r));
+            } else if k == "ipv4/tcp_moderate_rcvbuf" {
+                *v = "0".into();
+            }
+        }
+    }
+}
+
+/// What the host's `net.core.rmem_max` (host-wide: a namespace cannot raise it) does to
+/// the flows' windows, one line per flow it limits: the unprivileged ferry's receiver can
+/// get `sk_rcvbuf` = 2 × rmem_max at most, and Linux counts about 160/256 of it as window
+/// (the ratio measured here for 1448 B segments from a TUN device), so an rwnd above
+/// 1.25 × rmem_max may not be reached.
+pub fn buffer_notes(m: &Mapping, rmem_max: u64) -> Vec<String> {
+    let reach = rmem_max * 2 * 160 / 256;
+    m.flows
+        .iter()
+        .filter(|f| f.rwnd > reach)
+        .map(|f| {
+            format!(
+                "flow {} rwnd: {} B may not be reached: the host's net.core.rmem_max ({rmem_max} B, \
+                 host-wide) lets a receiver's window grow to about {reach} B",
+                f.id, f.rwnd
+            )
+        })
+        .collect()
 }
 
 /// The kernel's congestion control for a scenario's `tcp`; Err = the message.
@@ -195,6 +271,15 @@ pub fn map(
             None => kernel_cc(t.tcp, available).or_else(|e| err(format!("{p}.tcp"), e))?,
         };
         let mss = t.mss;
+        if !(TCP_MIN_MSS..=MAX_TCP_MAXSEG).contains(&mss) {
+            return err(
+                format!("{p}.mss"),
+                format!(
+                    "{mss} B: Linux takes an MSS from {TCP_MIN_MSS} to {MAX_TCP_MAXSEG} B \
+                     (TCP_MAXSEG); the simulator runs larger ones (longpipe run)"
+                ),
+            );
+        }
         m.mtu = m.mtu.max(mss + 40);
         if t.sack {
             sack[f.src] = true;
@@ -355,28 +440,53 @@ pub fn map(
         // MSS is all payload; with timestamps both carry MSS - 12 B per segment).
         let on = |x: Option<(bool, usize)>| x.is_some_and(|(v, _)| v) as u8;
         s.push(("ipv4/tcp_timestamps".into(), on(ts[u]).to_string()));
-        if dsack[u].is_some() {
-            s.push(("ipv4/tcp_dsack".into(), on(dsack[u]).to_string()));
-        }
+        // D-SACK as Linux-stack flows say, else Linux's default (on, RFC 2883), which
+        // the classic stack leaves
+        let d = dsack[u].map_or(1, |(v, _)| v as u8);
+        s.push(("ipv4/tcp_dsack".into(), d.to_string()));
         s.push(("ipv4/tcp_no_metrics_save".into(), "1".into()));
         let b = buf[u];
         s.push(("ipv4/tcp_rmem".into(), format!("4096 131072 {b}")));
         s.push(("ipv4/tcp_wmem".into(), format!("4096 16384 {b}")));
-        if let Some((v, _)) = rto_min[u] {
-            s.push((
-                "ipv4/tcp_rto_min_us".into(),
-                (v.as_nanos() / 1000).clamp(1, i32::MAX as u64).to_string(),
-            ));
+        // Every other TCP setting at Linux's default, written out so that the host's
+        // own settings (a namespace starts from the kernel's defaults, but a tuned host
+        // is no guide) cannot change a run, and reported in the result:
+        for (k, v) in [
+            // RFC 7323 window scaling (the scenario's rwnd may exceed 64 KiB)
+            ("ipv4/tcp_window_scaling", "1"),
+            // receive-buffer autotuning: the receivers lock their buffers (flows.rs)
+            ("ipv4/tcp_moderate_rcvbuf", "1"),
+            // RACK-TLP loss detection (`rack = false` is listed as unmapped)
+            ("ipv4/tcp_recovery", "1"),
+            ("ipv4/tcp_early_retrans", "3"),
+            // F-RTO, RFC 5682
+            ("ipv4/tcp_frto", "2"),
+            // RFC 5681 4.1: restart from the initial window after an idle RTO
+            ("ipv4/tcp_slow_start_after_idle", "1"),
+            ("ipv4/tcp_mtu_probing", "0"),
+            ("ipv4/tcp_syncookies", "1"),
+            ("ipv4/tcp_fastopen", "1"),
+        ] {
+            s.push((k.into(), v.into()));
         }
-        if let Some((v, j)) = rto_max[u] {
-            let ms = v.as_nanos() / 1_000_000;
-            if (1000..=120_000).contains(&ms) {
-                s.push(("ipv4/tcp_rto_max_ms".into(), ms.to_string()));
-            } else {
-                note(format!(
-                    "flow {j} max_rto: Linux allows 1 s to 120 s, keeps its default"
-                ));
-            }
+        // room for every flow's SYN at once (Linux's default follows the memory size)
+        let backlog = sc.flows.iter().filter(|f| f.dst == u).count().max(1024) as u64 * 2;
+        s.push(("ipv4/tcp_max_syn_backlog".into(), backlog.to_string()));
+        s.push(("core/somaxconn".into(), backlog.max(4096).to_string()));
+        // (a node without a sender: Linux's defaults, 200 ms and 120 s, RFC 6298 2.4)
+        let min_us = rto_min[u].map_or(200_000, |(v, _)| v.as_nanos() / 1000);
+        s.push((
+            "ipv4/tcp_rto_min_us".into(),
+            min_us.clamp(1, i32::MAX as u64).to_string(),
+        ));
+        let (v, j) = rto_max[u].unwrap_or((SimDuration::from_secs(120), 0));
+        let ms = v.as_nanos() / 1_000_000;
+        if (1000..=120_000).contains(&ms) {
+            s.push(("ipv4/tcp_rto_max_ms".into(), ms.to_string()));
+        } else {
+            note(format!(
+                "flow {j} max_rto: Linux allows 1 s to 120 s, keeps its default"
+            ));
         }
     }
     m.flows = flows;
@@ -466,7 +576,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(get(&m, 0, "ipv4/tcp_timestamps").unwrap(), "0");
-        assert_eq!(get(&m, 0, "ipv4/tcp_dsack"), None);
+        assert_eq!(
+            get(&m, 0, "ipv4/tcp_dsack").unwrap(),
+            "1",
+            "Linux's default"
+        );
         let m = map(
             &sc(r#"{"src":"s","dst":"c","stack":"linux","dsack":false,"pacing":true}"#),
             None,
@@ -566,5 +680,124 @@ mod tests {
         assert_eq!(e.path, "node[0].kind");
         let e = map(&atm(r#"{"name":"x","kind":"router"}"#), None, &avail()).unwrap_err();
         assert_eq!(e.path, "link[0].layer2");
+    }
+
+    #[test]
+    fn flows_have_the_simulators_4_tuples_and_share_a_listener_per_node_and_port() {
+        for i in [0, 1, 99, 16_383, 16_384, 40_000] {
+            assert_eq!(ports(i), longpipe_core::sim::ports(i));
+        }
+        assert_eq!(ports(1), (49_153, 5001));
+        assert_eq!(ports(16_384), (49_152, 5002));
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","count":3},{"src":"r","dst":"c"},{"src":"c","dst":"s"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        let tuples: std::collections::BTreeSet<_> = m
+            .flows
+            .iter()
+            .map(|f| (f.src_addr, f.sport, f.dst_addr, f.dport))
+            .collect();
+        assert_eq!(tuples.len(), 5, "one 4-tuple per flow");
+        // node c listens once on 5001 for its four flows, node s once for its one
+        assert_eq!(
+            listen_groups(&m.flows),
+            vec![((0, 5001), vec![4]), ((2, 5001), vec![0, 1, 2, 3])]
+        );
+    }
+
+    #[test]
+    fn every_tcp_sysctl_is_explicit_and_an_impossible_mss_is_refused() {
+        let m = map(&sc(r#"{"src":"s","dst":"c","count":3000}"#), None, &avail()).unwrap();
+        for u in 0..3 {
+            let keys: Vec<&str> = m.sysctls[u].iter().map(|x| x.0.as_str()).collect();
+            for k in [
+                "ipv4/tcp_sack",
+                "ipv4/tcp_timestamps",
+                "ipv4/tcp_dsack",
+                "ipv4/tcp_ecn",
+                "ipv4/tcp_window_scaling",
+                "ipv4/tcp_rmem",
+                "ipv4/tcp_wmem",
+                "ipv4/tcp_rto_min_us",
+                "ipv4/tcp_rto_max_ms",
+                "ipv4/tcp_recovery",
+                "ipv4/tcp_frto",
+                "ipv4/tcp_slow_start_after_idle",
+            ] {
+                assert!(keys.contains(&k), "node {u}: {k} missing");
+            }
+            let n = keys.len();
+            keys.iter().for_each(|k| assert!(!k.is_empty()));
+            assert_eq!(
+                keys.iter().collect::<std::collections::BTreeSet<_>>().len(),
+                n,
+                "each once"
+            );
+        }
+        let get = |u: usize, k: &str| m.sysctls[u].iter().find(|x| x.0 == k).map(|x| x.1.clone());
+        assert_eq!(
+            get(2, "ipv4/tcp_max_syn_backlog").unwrap(),
+            "6000",
+            "3000 SYNs at once"
+        );
+        assert_eq!(get(1, "ipv4/tcp_max_syn_backlog").unwrap(), "2048");
+        for (mss, ok) in [
+            (87, false),
+            (88, true),
+            (32_767, true),
+            (32_768, false),
+            (65_000, false),
+        ] {
+            let r = map(
+                &sc(&format!(
+                    r#"{{"src":"s","dst":"c","mss":{mss},"rwnd":"4MB"}}"#
+                )),
+                None,
+                &avail(),
+            );
+            match r {
+                Ok(_) => assert!(ok, "{mss}"),
+                Err(e) => {
+                    assert!(!ok, "{mss}: {e}");
+                    assert_eq!(e.path, "flow[0].mss");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flow_receivers_start_with_a_buffer_of_rwnd_and_no_autotuning() {
+        let mut m = map(
+            &sc(r#"{"src":"s","dst":"c","rwnd":"8760B"},{"src":"s","dst":"c","rwnd":"100000B"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        receive_buffers(&mut m);
+        let get = |m: &Mapping, u: usize, k: &str| {
+            m.sysctls[u].iter().find(|x| x.0 == k).map(|x| x.1.clone())
+        };
+        assert_eq!(get(&m, 2, "ipv4/tcp_rmem").unwrap(), "4096 100000 4194304");
+        assert_eq!(get(&m, 2, "ipv4/tcp_moderate_rcvbuf").unwrap(), "0");
+        // the sender keeps Linux's defaults
+        assert_eq!(get(&m, 0, "ipv4/tcp_rmem").unwrap(), "4096 131072 4194304");
+        assert_eq!(get(&m, 0, "ipv4/tcp_moderate_rcvbuf").unwrap(), "1");
+    }
+
+    #[test]
+    fn a_window_beyond_the_hosts_rmem_max_is_listed() {
+        let m = map(
+            &sc(r#"{"src":"s","dst":"c","rwnd":"4MB"},{"src":"s","dst":"c","rwnd":"8MB"}"#),
+            None,
+            &avail(),
+        )
+        .unwrap();
+        let n = buffer_notes(&m, 4 << 20);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("flow 1 rwnd: 8000000 B"), "{n:?}");
+        assert!(buffer_notes(&m, 8 << 20).is_empty());
     }
 }

@@ -16,12 +16,12 @@
 //! status), 2 bad input or an unusable environment (one line on stderr), 1 internal
 //! error, 130 interrupted.
 //!
-//! Why one file of ~660 lines: argument parsing and the set-up and tear-down sequence of
+//! Why one file of ~740 lines: argument parsing and the set-up and tear-down sequence of
 //! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
 use longpipe_emu::ferry::{EarlyWake, Ferry, MonoClock, Net};
-use longpipe_emu::flows::{self, FlowSockets};
+use longpipe_emu::flows::{self, Listener};
 use longpipe_emu::linux::{self, FlowMap};
 use longpipe_emu::netns::{self, Setup};
 use longpipe_emu::tun::TunIo;
@@ -163,6 +163,11 @@ fn parse_run(a: &[String]) -> Result<RunArgs, String> {
     if r.flows != r.cmd.is_empty() {
         return Err("run: give either --flows or -- COMMAND".into());
     }
+    for (opt, v) in [("--cc", &r.cc), ("--user", &r.user), ("--node", &r.node)] {
+        if v.as_ref().is_some_and(|v| v.trim().is_empty()) {
+            return Err(format!("{opt}: expected a name, got an empty string"));
+        }
+    }
     if r.flows && (r.node.is_some() || !r.spawns.is_empty()) {
         return Err("run: --node and --spawn go with -- COMMAND, not --flows".into());
     }
@@ -180,8 +185,10 @@ struct Plan {
     tuns: Vec<i32>,
     /// (port, descriptor of its capture file)
     pcaps: Vec<(usize, i32)>,
-    /// (sender, listener) descriptors of each flow
-    socks: Vec<(i32, i32)>,
+    /// Descriptor of each flow's sending socket.
+    socks: Vec<i32>,
+    /// (descriptor, flows) of each listening socket.
+    listeners: Vec<(i32, Vec<usize>)>,
     mapping: Vec<FlowMap>,
     unmapped: Vec<String>,
 }
@@ -264,10 +271,19 @@ fn cmd_run(a: RunArgs) -> i32 {
         Err(e) => return bad(format!("{src}: {e}")),
     };
     let seed = a.seed.unwrap_or(sc.seed);
-    let m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
+    let mut m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
         Ok(m) => m,
         Err(e) => return bad(format!("{src}: {e}")),
     };
+    if a.flows {
+        linux::receive_buffers(&mut m);
+        let rmem_max = fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|v| v.trim().parse().ok());
+        if let Some(r) = rmem_max {
+            m.unmapped.extend(linux::buffer_notes(&m, r));
+        }
+    }
     let mut cap_ports = Vec::new();
     for (spec, path) in &a.pcaps {
         match capture_port(&sc, spec) {
@@ -313,6 +329,10 @@ fn cmd_run(a: RunArgs) -> i32 {
     }
     let mut setup = match Setup::create(&sc, &m) {
         Ok(s) => s,
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+            eprintln!("interrupted");
+            return 130;
+        }
         Err(e) => {
             eprintln!("error: cannot set up the emulation: {e}");
             return 1;
@@ -352,12 +372,13 @@ fn run_emulation(
     uid: u32,
     gid: u32,
 ) -> io::Result<i32> {
-    let mut socks: Vec<FlowSockets> = Vec::new();
+    let mut socks: Vec<OwnedFd> = Vec::new();
+    let mut listeners: Vec<Listener> = Vec::new();
     if a.flows {
+        let (enter, leave) = (|u| setup.enter(u), || setup.leave());
+        listeners = flows::make_listeners(&m.flows, &enter, &leave)?;
         for f in &m.flows {
-            socks.push(flows::make_sockets(f, &|u| setup.enter(u), &|| {
-                setup.leave()
-            })?);
+            socks.push(flows::make_sender(f, &enter, &leave)?);
         }
     }
     let mut pcap_files: Vec<(usize, OwnedFd)> = Vec::new();
@@ -376,9 +397,10 @@ fn run_emulation(
             .iter()
             .map(|(p, f)| (*p, f.as_raw_fd()))
             .collect(),
-        socks: socks
+        socks: socks.iter().map(|s| s.as_raw_fd()).collect(),
+        listeners: listeners
             .iter()
-            .map(|s| (s.send.as_raw_fd(), s.listen.as_raw_fd()))
+            .map(|l| (l.fd.as_raw_fd(), l.flows.clone()))
             .collect(),
         mapping: m.flows.clone(),
         unmapped: m.unmapped.clone(),
@@ -389,7 +411,8 @@ fn run_emulation(
         .tuns
         .iter()
         .chain(pcap_files.iter().map(|(_, f)| f))
-        .chain(socks.iter().flat_map(|s| [&s.send, &s.listen]))
+        .chain(socks.iter())
+        .chain(listeners.iter().map(|l| &l.fd))
         .collect();
     for fd in &passed {
         sys::set_cloexec(*fd, false)?;
@@ -407,6 +430,7 @@ fn run_emulation(
     let mut ferry = spawned?;
     // The descriptors now live in the ferry; ours can go.
     drop(socks);
+    drop(listeners);
     drop(pcap_files);
     let mut ctl = ferry.stdin.take().expect("piped");
     ctl.write_all(serde_json::to_string(&plan)?.as_bytes())?;
@@ -535,18 +559,54 @@ fn run_emulation(
     }
     if let Some(e) = v.get_mut("emu") {
         e["device_dropped"] = serde_json::Value::Array(drops);
+        e["sysctls"] = sysctl_report(sc, setup);
     }
     let result = serde_json::to_string(&v)?;
     match &a.result {
         Some(p) => fs::write(p, result + "\n")
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?,
-        None => println!("{result}"),
+        None => write_line(&result)?,
     }
     if interrupted && a.flows {
         eprintln!("interrupted");
         code = 130;
     }
     Ok(code)
+}
+
+/// The TCP settings of the run: per node, as each namespace read them back
+/// (`net.` + path), and the host-wide ones a namespace cannot set (they bound socket
+/// buffers and TCP memory in every namespace), as the host has them.
+fn sysctl_report(sc: &ValidScenario, setup: &Setup) -> serde_json::Value {
+    let key = |k: &str| format!("net.{}", k.replace('/', "."));
+    let mut nodes = serde_json::Map::new();
+    for (u, set) in setup.sysctls.iter().enumerate() {
+        let m: serde_json::Map<_, _> = set
+            .iter()
+            .map(|(k, v)| (key(k), v.clone().into()))
+            .collect();
+        nodes.insert(sc.nodes[u].name.clone(), m.into());
+    }
+    let mut host = serde_json::Map::new();
+    for k in linux::HOST_SYSCTLS {
+        let v =
+            fs::read_to_string(std::path::Path::new("/proc/sys/net").join(k)).unwrap_or_default();
+        host.insert(
+            key(k),
+            v.split_whitespace().collect::<Vec<_>>().join(" ").into(),
+        );
+    }
+    serde_json::json!({ "nodes": nodes, "host": host })
+}
+
+/// One line on stdout; a reader that went away (a closed pipe) is not an error to panic
+/// over: the line is dropped.
+fn write_line(s: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match writeln!(out, "{s}").and_then(|_| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
 }
 
 fn parse_json_value(p: &PathBuf) -> io::Result<serde_json::Value> {
@@ -597,10 +657,15 @@ fn ferry_inner() -> io::Result<()> {
     let socks = plan
         .socks
         .iter()
-        .map(|&(s, l)| {
-            Ok(FlowSockets {
-                send: sys::own_inherited(s)?,
-                listen: sys::own_inherited(l)?,
+        .map(|&s| sys::own_inherited(s))
+        .collect::<io::Result<Vec<_>>>()?;
+    let listeners = plan
+        .listeners
+        .iter()
+        .map(|(l, flows)| {
+            Ok(Listener {
+                fd: sys::own_inherited(*l)?,
+                flows: flows.clone(),
             })
         })
         .collect::<io::Result<Vec<_>>>()?;
@@ -615,6 +680,7 @@ fn ferry_inner() -> io::Result<()> {
         flows::start(
             &plan.mapping,
             socks,
+            listeners,
             flows::Times {
                 t0,
                 warmup,
@@ -624,8 +690,7 @@ fn ferry_inner() -> io::Result<()> {
     });
     // The parent now raises this (main, ferry) thread to SCHED_FIFO; the flow threads,
     // already started, keep the normal policy.
-    println!("ready");
-    io::stdout().flush()?;
+    write_line("ready")?;
     let mut ack = [0u8; 1];
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(10) {
@@ -677,7 +742,6 @@ fn ferry_inner() -> io::Result<()> {
             f.write_all(c.as_bytes())?;
         }
     }
-    println!("{}", serde_json::to_string(&v)?);
-    io::stdout().flush()?;
-    Ok(())
+    // (the parent may be gone: killed, its pipe closed; nothing to report to then)
+    write_line(&serde_json::to_string(&v)?)
 }

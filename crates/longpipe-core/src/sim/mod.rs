@@ -112,8 +112,10 @@ fn isn(flow: usize, rx: bool) -> u32 {
     stable_hash(&format!("isn/{flow}/{}", if rx { "rx" } else { "tx" })) as u32
 }
 
-/// A flow's ports: (sender's, receiver's). Unique per flow.
-fn ports(flow: usize) -> (u16, u16) {
+/// A flow's ports: (sender's, receiver's). Unique per flow (the sender's port differs;
+/// every receiver of a node listens on the same port below 16 384 flows). The emulator
+/// uses the same 4-tuples (`longpipe_emu::linux::ports`).
+pub fn ports(flow: usize) -> (u16, u16) {
     (
         49_152 + (flow % 16_384) as u16,
         5001 + (flow / 16_384) as u16,
