@@ -2,7 +2,7 @@
 the work; this module finds it, hands it the scenario as JSON and presents its result
 like ``longpipe run``). See docs/emulation.md.
 
-    longpipe emu SCENARIO --flows [--json] [--pcap A-B[=FILE]] [--out DIR]
+    longpipe emu SCENARIO --flows [--spawn NODE=CMD]... [--json] [--pcap A-B[=FILE]] [--out DIR]
     longpipe emu SCENARIO [--node NODE] [--spawn NODE=CMD] -- CMD [ARGS...]
     longpipe emu cleanup
     longpipe emu --selftest [--quick] [--json]
@@ -47,10 +47,13 @@ def find_binary() -> str:
 
 def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scenario",
              cc: str | None = None, pcaps: Mapping[str, Path] | None = None,
-             timeout: float | None = None) -> dict[str, Any]:
+             timeout: float | None = None, spawn: list[str] | None = None,
+             user: str | None = None) -> dict[str, Any]:
     """Runs a scenario's flows in the emulator; the result document (the fields of a
-    simulated run, plus ``emu``). Raises UsageError with the binary's message on bad
-    input (exit 2) and RuntimeError on a failure."""
+    simulated run, plus ``emu``). ``spawn``: ``NODE=CMD`` commands run (with ``sh -c``,
+    as ``user``) in their nodes' namespaces while the flows run, stopped at the end.
+    Raises UsageError with the binary's message on bad input (exit 2) and RuntimeError
+    on a failure."""
     exe = find_binary()
     with tempfile.TemporaryDirectory(prefix="longpipe-emu-") as d:
         sc_path = Path(d) / "scenario.json"
@@ -61,6 +64,10 @@ def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scen
             cmd += ["--seed", str(seed)]
         if cc:
             cmd += ["--cc", cc]
+        if user is not None:
+            cmd += ["--user", user]
+        for sp in spawn or []:
+            cmd += ["--spawn", sp]
         for spec, path in (pcaps or {}).items():
             cmd += ["--pcap", f"{spec}={path}"]
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
@@ -93,7 +100,7 @@ def register(sub: Any) -> None:
     e.add_argument("--out", metavar="DIR", help="directory for result.json and captures")
     e.add_argument("--node", help="node whose namespace runs CMD (default: 'client', else flow 0's receiver)")
     e.add_argument("--spawn", action="append", metavar="NODE=CMD",
-                   help="also run CMD (with sh -c) in NODE's namespace while the command runs")
+                   help="also run CMD (with sh -c) in NODE's namespace while the command or the flows run")
     e.add_argument("--user", help="user for the ferry and the commands (default: the sudo user, else nobody)")
     e.add_argument("--selftest", action="store_true", help="measure delay, rate and loss accuracy and speed")
     e.add_argument("--quick", action="store_true", help="with --selftest: fewer probes, fewer rates")
@@ -123,6 +130,9 @@ def cmd_emu(args: argparse.Namespace) -> int:
         raise UsageError("longpipe emu: expected a scenario file (or 'cleanup', or --selftest)")
     if args.flows == bool(args.cmd):
         raise UsageError("longpipe emu: give either --flows or -- COMMAND")
+    if args.flows and args.node is not None:
+        raise UsageError("longpipe emu: --node goes with -- COMMAND, not --flows (--spawn NODE=CMD runs a "
+                         "command in any node while the flows run)")
     from . import api
     from ._io import check_output_dir, check_output_file, write_outputs
     from .options import pcap_specs as _pcap_specs
@@ -141,7 +151,8 @@ def cmd_emu(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="longpipe-emu-") as d:
         tmp = {spec: Path(d) / f"{i}.pcap" for i, spec in enumerate(names)}
         if args.flows:
-            data = run_json(json.dumps(sc, allow_nan=False), seed, source=src or "scenario", cc=args.cc, pcaps=tmp)
+            data = run_json(json.dumps(sc, allow_nan=False), seed, source=src or "scenario", cc=args.cc, pcaps=tmp,
+                            spawn=args.spawn, user=args.user)
             rc = 0
         else:
             sc_path = Path(d) / "scenario.json"
@@ -173,6 +184,11 @@ def cmd_emu(args: argparse.Namespace) -> int:
         print(format_result(cast("SimResult", data)))
         for note in data.get("emu", {}).get("unmapped", []):
             print(f"not mapped onto Linux: {note}")
+        for g in data.get("emu", {}).get("gateways", []):
+            print(f"gateway daemon at {g['node']} ({g['mode']}): exit {g['exit']}, peak {g['conns_peak']} "
+                  f"connections, {g['reset_conns']} reset at the stop")
+            for note in g["unmapped"]:
+                print(f"not mapped onto the daemon: {note}")
     else:
         for lk in data["links"]:
             print(f"{lk['a']}->{lk['b']}: {lk['packets']} packets, {lk['drops_queue']} queue drops, "

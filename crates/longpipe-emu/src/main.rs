@@ -22,6 +22,7 @@
 use longpipe_core::scenario::{parse_json, ValidScenario};
 use longpipe_emu::ferry::{EarlyWake, Ferry, MonoClock, Net};
 use longpipe_emu::flows::{self, FlowSockets};
+use longpipe_emu::gwnode::{self, GwPlan};
 use longpipe_emu::linux::{self, FlowMap};
 use longpipe_emu::netns::{self, Setup};
 use longpipe_emu::tun::TunIo;
@@ -163,8 +164,10 @@ fn parse_run(a: &[String]) -> Result<RunArgs, String> {
     if r.flows != r.cmd.is_empty() {
         return Err("run: give either --flows or -- COMMAND".into());
     }
-    if r.flows && (r.node.is_some() || !r.spawns.is_empty()) {
-        return Err("run: --node and --spawn go with -- COMMAND, not --flows".into());
+    if r.flows && r.node.is_some() {
+        return Err("run: --node goes with -- COMMAND, not --flows (--spawn NODE=CMD runs a \
+                    command in any node while the flows run)"
+            .into());
     }
     Ok(r)
 }
@@ -264,8 +267,15 @@ fn cmd_run(a: RunArgs) -> i32 {
         Err(e) => return bad(format!("{src}: {e}")),
     };
     let seed = a.seed.unwrap_or(sc.seed);
-    let m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
+    let available = linux::available_ccs();
+    let mut m = match linux::map(&sc, a.cc.as_deref(), &available) {
         Ok(m) => m,
+        Err(e) => return bad(format!("{src}: {e}")),
+    };
+    // tcp-gateway nodes: the real daemon's flags (and the split leg's namespace settings)
+    let raw: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let gws = match gwnode::plan(&sc, &raw, &mut m, &available, a.flows) {
+        Ok(g) => g,
         Err(e) => return bad(format!("{src}: {e}")),
     };
     let mut cap_ports = Vec::new();
@@ -327,6 +337,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         cap_ports,
         client,
         spawn_nodes,
+        &gws,
         uid,
         gid,
     ) {
@@ -349,9 +360,15 @@ fn run_emulation(
     cap_ports: Vec<(usize, PathBuf)>,
     client: Option<usize>,
     spawn_nodes: Vec<(usize, String)>,
+    gws: &[GwPlan],
     uid: u32,
     gid: u32,
 ) -> io::Result<i32> {
+    // the gateway daemons, before the ferry's clock (and the flows) start
+    let mut daemons = match gwnode::start(gws, setup, a.user.as_deref()) {
+        Ok(d) => d,
+        Err(e) => return Ok(bad(e)),
+    };
     let mut socks: Vec<FlowSockets> = Vec::new();
     if a.flows {
         for f in &m.flows {
@@ -435,22 +452,34 @@ fn run_emulation(
     ctl.flush()?;
     let mut code = 0;
     let mut interrupted = false;
-    if let Some(cn) = client {
-        let env = node_env(sc);
-        let mut spawned = Vec::new();
-        for (n, c) in &spawn_nodes {
-            setup.enter(*n)?;
-            let s = Command::new("sh")
-                .arg("-c")
-                .arg(c)
-                .uid(uid)
-                .gid(gid)
-                .envs(env.iter().cloned())
-                .stdin(Stdio::null())
-                .spawn();
-            setup.leave()?;
-            spawned.push(s?);
+    let env = node_env(sc);
+    // --spawn: with the command, or while the flows run
+    let mut spawned = Vec::new();
+    for (n, c) in &spawn_nodes {
+        setup.enter(*n)?;
+        let s = Command::new("sh")
+            .arg("-c")
+            .arg(c)
+            .uid(uid)
+            .gid(gid)
+            .envs(env.iter().cloned())
+            .stdin(Stdio::null())
+            .spawn();
+        setup.leave()?;
+        match s {
+            Ok(s) => spawned.push(s),
+            Err(e) => {
+                for s in &mut spawned {
+                    stop_child(s);
+                }
+                drop(ctl);
+                stop_child(&mut ferry);
+                return Err(e);
+            }
         }
+    }
+    let reports: Vec<_>;
+    if let Some(cn) = client {
         setup.enter(cn)?;
         let cmd = Command::new(&a.cmd[0])
             .args(&a.cmd[1..])
@@ -496,6 +525,8 @@ fn run_emulation(
         for s in &mut spawned {
             stop_child(s);
         }
+        // the daemons stop while the links still run (their resets reach the hosts)
+        reports = daemons.drain(..).map(gwnode::Running::stop).collect();
         drop(ctl); // end of file: the ferry stops and reports
     } else {
         loop {
@@ -509,6 +540,10 @@ fn run_emulation(
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        for s in &mut spawned {
+            stop_child(s);
+        }
+        reports = daemons.drain(..).map(gwnode::Running::stop).collect();
         drop(ctl);
     }
     let result = rx.recv_timeout(Duration::from_secs(30));
@@ -536,6 +571,7 @@ fn run_emulation(
     if let Some(e) = v.get_mut("emu") {
         e["device_dropped"] = serde_json::Value::Array(drops);
     }
+    gateway_results(&mut v, reports)?;
     let result = serde_json::to_string(&v)?;
     match &a.result {
         Some(p) => fs::write(p, result + "\n")
@@ -547,6 +583,33 @@ fn run_emulation(
         code = 130;
     }
     Ok(code)
+}
+
+/// The daemons' reports into the result: `emu.gateways[]` (typed: results.rs
+/// `EmuGateway`) and, in spoof mode, the simulator's `gateways[]` entry from the core
+/// gateway's counters in the daemon's stop summary.
+fn gateway_results(
+    v: &mut serde_json::Value,
+    reports: Vec<(longpipe_core::results::EmuGateway, Option<serde_json::Value>)>,
+) -> io::Result<()> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let mut sim_like = Vec::new();
+    let mut emu = Vec::new();
+    for (r, counters) in reports {
+        if let Some(c) = counters {
+            sim_like.push(gwnode::Running::result_entry(&r.node, &c));
+        }
+        emu.push(r);
+    }
+    if !sim_like.is_empty() {
+        v["gateways"] = serde_json::Value::Array(sim_like);
+    }
+    if let Some(e) = v.get_mut("emu") {
+        e["gateways"] = serde_json::to_value(&emu)?;
+    }
+    Ok(())
 }
 
 fn parse_json_value(p: &PathBuf) -> io::Result<serde_json::Value> {
