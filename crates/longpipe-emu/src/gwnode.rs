@@ -72,13 +72,10 @@ fn ns(d: SimDuration) -> String {
 /// The `node[j]` path of the scenario's node `n` (declared tables are numbered in the
 /// file; the core's node list may hold undeclared ones first).
 fn node_path(raw: &serde_json::Value, name: &str) -> String {
-    let j = raw
-        .get("node")
-        .and_then(|v| v.as_array())
-        .and_then(|a| {
-            a.iter()
-                .position(|x| x.get("name").and_then(|n| n.as_str()) == Some(name))
-        });
+    let j = raw.get("node").and_then(|v| v.as_array()).and_then(|a| {
+        a.iter()
+            .position(|x| x.get("name").and_then(|n| n.as_str()) == Some(name))
+    });
     match j {
         Some(j) => format!("node[{j}]"),
         None => format!("node {name:?}"),
@@ -121,9 +118,9 @@ pub fn plan(
         let clients: Vec<usize> = (0..sc.nodes.len())
             .filter(|&v| {
                 v != n
-                    && routes
-                        .next(n, v)
-                        .is_some_and(|port| routes.ports(n)[port as usize].1 .0 as usize == g.uplink)
+                    && routes.next(n, v).is_some_and(|port| {
+                        routes.ports(n)[port as usize].1 .0 as usize == g.uplink
+                    })
             })
             .collect();
         if clients.is_empty() {
@@ -370,7 +367,12 @@ impl Running {
             .lines()
             .rev()
             .find_map(|l| serde_json::from_str(l.trim()).ok());
-        let u = |k: &str| summary.as_ref().and_then(|s| s.get(k)).and_then(|v| v.as_u64());
+        let u = |k: &str| {
+            summary
+                .as_ref()
+                .and_then(|s| s.get(k))
+                .and_then(|v| v.as_u64())
+        };
         let split = summary
             .as_ref()
             .and_then(|s| s.get("split"))
@@ -448,11 +450,7 @@ pub fn state_dir() -> PathBuf {
 /// it is ready; Err (with the daemon's last words) if one does not. `user`: the
 /// emulator's `--user` (the daemon's packet loop runs as that user; without it the
 /// daemon's own default, the user behind sudo or nobody).
-pub fn start(
-    plans: &[GwPlan],
-    setup: &Setup,
-    user: Option<&str>,
-) -> Result<Vec<Running>, String> {
+pub fn start(plans: &[GwPlan], setup: &Setup, user: Option<&str>) -> Result<Vec<Running>, String> {
     if plans.is_empty() {
         return Ok(vec![]);
     }
@@ -600,13 +598,19 @@ mod tests {
 
     #[test]
     fn a_spoofing_node_gets_the_simulators_configuration() {
-        let (v, raw) = sc(r#"{"window":"256KB","pace":"9Mbps","dupthresh":4,"min_rto":"500ms","max_conns":100}"#);
+        let (v, raw) = sc(
+            r#"{"window":"256KB","pace":"9Mbps","dupthresh":4,"min_rto":"500ms","max_conns":100}"#,
+        );
         let mut m = linux::map(&v, None, &avail()).unwrap();
         let p = plan(&v, &raw, &mut m, &avail(), false).unwrap();
         assert_eq!(p.len(), 1);
         let p = &p[0];
         assert_eq!((p.name.as_str(), p.mode), ("g", "spoof"));
-        assert_eq!(arg(p, "--uplink"), Some("lpl1"), "the satellite link's device");
+        assert_eq!(
+            arg(p, "--uplink"),
+            Some("lpl1"),
+            "the satellite link's device"
+        );
         assert_eq!(arg(p, "--rate"), Some("10000000bps"), "toward the clients");
         assert_eq!(arg(p, "--rtt"), Some("600000000ns"));
         // the nodes behind the uplink: t, c1, c2
@@ -652,16 +656,25 @@ mod tests {
 
     #[test]
     fn a_split_node_maps_its_leg_onto_the_namespace() {
-        let (v, raw) =
-            sc(r#"{"mode":"split","tcp":"cubic","iw":4,"sack":false,"min_rto":"300ms","buffer":"1MB","dupthresh":5}"#);
+        let (v, raw) = sc(
+            r#"{"mode":"split","tcp":"cubic","iw":4,"sack":false,"min_rto":"300ms","buffer":"1MB","dupthresh":5}"#,
+        );
         let mut m = linux::map(&v, None, &avail()).unwrap();
         let p = &plan(&v, &raw, &mut m, &avail(), false).unwrap()[0];
-        assert_eq!((arg(p, "--mode"), arg(p, "--cc")), (Some("split"), Some("cubic")));
+        assert_eq!(
+            (arg(p, "--mode"), arg(p, "--cc")),
+            (Some("split"), Some("cubic"))
+        );
         assert_eq!(arg(p, "--relay-buffer"), Some("1000000"));
         assert_eq!(arg(p, "--dupthresh"), None, "spoof only");
         assert!(p.unmapped[0].contains("dupthresh"), "{:?}", p.unmapped);
         let (gi, c1) = (v.node_index("g").unwrap(), v.node_index("c1").unwrap());
-        let get = |k: &str| m.sysctls[gi].iter().rfind(|x| x.0 == k).map(|x| x.1.clone());
+        let get = |k: &str| {
+            m.sysctls[gi]
+                .iter()
+                .rfind(|x| x.0 == k)
+                .map(|x| x.1.clone())
+        };
         assert_eq!(get("ipv4/tcp_sack").as_deref(), Some("0"));
         assert_eq!(get("ipv4/tcp_timestamps").as_deref(), Some("1"));
         assert_eq!(get("ipv4/tcp_rto_min_us").as_deref(), Some("300000"));
@@ -684,7 +697,10 @@ mod tests {
         let mut m = linux::map(&v, None, &avail()).unwrap();
         let e = plan(&v, &raw, &mut m, &avail(), true).unwrap_err();
         assert_eq!(e.path, "node[0].gateway.mode");
-        assert!(e.msg.contains("flow[0] is opened by \"s\" toward \"c1\""), "{e}");
+        assert!(
+            e.msg.contains("flow[0] is opened by \"s\" toward \"c1\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -165,9 +165,11 @@ fn parse_run(a: &[String]) -> Result<RunArgs, String> {
         return Err("run: give either --flows or -- COMMAND".into());
     }
     if r.flows && r.node.is_some() {
-        return Err("run: --node goes with -- COMMAND, not --flows (--spawn NODE=CMD runs a \
+        return Err(
+            "run: --node goes with -- COMMAND, not --flows (--spawn NODE=CMD runs a \
                     command in any node while the flows run)"
-            .into());
+                .into(),
+        );
     }
     Ok(r)
 }
@@ -590,7 +592,10 @@ fn run_emulation(
 /// gateway's counters in the daemon's stop summary.
 fn gateway_results(
     v: &mut serde_json::Value,
-    reports: Vec<(longpipe_core::results::EmuGateway, Option<serde_json::Value>)>,
+    reports: Vec<(
+        longpipe_core::results::EmuGateway,
+        Option<serde_json::Value>,
+    )>,
 ) -> io::Result<()> {
     if reports.is_empty() {
         return Ok(());

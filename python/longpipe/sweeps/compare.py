@@ -94,17 +94,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False), "--vary")
     if "emu" in engines and args.plot:
         raise UsageError("--plot: the emulator records no time series; compare --engine sim for figures")
-    runs: list[tuple[str, Any, dict[str, Any]]] = []  # (engine, task, result)
+    done: list[tuple[str, Any, dict[str, Any]]] = []  # (engine, task, result)
     for engine in engines:
         if engine == "emu":  # real time, namespaces: one after another, not stored
             from ..emu import run_json
 
-            runs += [("emu", t, run_json(t.scenario_json, t.seed)) for t in tasks]
+            done += [("emu", t, run_json(t.scenario_json, t.seed)) for t in tasks]
         else:
             oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args),
                            label="compare")
-            runs += [("sim", t, json.loads(r["result"])) for t, r in zip(tasks, oc.rows)]
-    results = [r for _, _, r in runs]
+            done += [("sim", t, json.loads(r["result"])) for t, r in zip(tasks, oc.rows)]
+    results = [r for _, _, r in done]
     n_flows = len(results[0]["flows"])
     if not 0 <= args.flow < n_flows:
         raise ScenarioError(None, "--flow", f"the scenario has flows 0..{n_flows - 1}, got {args.flow}")
@@ -112,7 +112,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     points: dict[str, tuple[Any, ...]] = {}
     by_key: dict[str, list[dict[str, Any]]] = {}
     both = len(engines) > 1  # the engine is then the first column
-    for engine, t, res in runs:
+    for engine, t, res in done:
         pt = ((engine,) if both else ()) + tuple(v for _, v in t.params)
         k = json.dumps(list(pt), sort_keys=True)
         points.setdefault(k, pt)
