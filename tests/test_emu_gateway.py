@@ -7,6 +7,7 @@ even on failure."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -283,3 +284,43 @@ def test_an_rlc_link_runs_in_the_ferry(tmp_path: Path) -> None:
     print(f"\nRLC: emu {f['bytes_delivered']} B ({f['retransmitted_segments']} TCP resends), "
           f"sim {sim['bytes_delivered']} B ({sim['retransmitted_segments']})")
     assert f["bytes_delivered"] > 50_000 and f["retransmitted_segments"] <= 2, f
+
+
+@needs_root
+def test_a_command_downloads_through_the_daemon(tmp_path: Path) -> None:
+    # -- CMD: the daemon runs before the spawned server and the command start and stops
+    # after the command, while the links still run; the client opens the connection
+    d = Path(tempfile.mkdtemp(prefix="longpipe-emu-gw-cmd-"))
+    os.chmod(d, 0o755)
+    try:
+        blob = os.urandom(1_000_000)
+        (d / "blob").write_bytes(blob)
+        os.chmod(d / "blob", 0o644)
+        sc = tmp_path / "sc.json"
+        sc.write_text(json.dumps(geo(duration="60s")))
+        py = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), "python3")
+        # (the server may take a moment to listen: retried for at most 20 s)
+        get = ("import os,urllib.request,time\n"
+               "url = 'http://%s:8000/blob' % os.environ['LONGPIPE_NODE_SERVER']\n"
+               "t = time.monotonic() + 20\n"
+               "while True:\n"
+               "    try:\n"
+               "        b = urllib.request.urlopen(url, timeout=30).read(); break\n"
+               "    except ConnectionRefusedError:\n"
+               "        if time.monotonic() > t: raise\n"
+               "        time.sleep(0.1)\n"
+               "import hashlib; print(len(b), hashlib.sha256(b).hexdigest())")
+        res = tmp_path / "r.json"
+        p = subprocess.run([find_binary(), "run", "--scenario", str(sc), "--user", "nobody", "--result", str(res),
+                            "--spawn", f"server={py} -m http.server 8000 --bind $LONGPIPE_NODE_SERVER --directory {d}",
+                            "--node", "c1", "--", py, "-c", get],
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip().splitlines()[-1] == f"1000000 {hashlib.sha256(blob).hexdigest()}", p.stdout
+        r = json.loads(res.read_text())
+        (g,) = r["emu"]["gateways"]
+        assert g["exit"] == 0 and g["conns_peak"] >= 1, g
+        # the core gateway's counters (the connection was spoofed)
+        assert r["gateways"][0]["conns_opened"] >= 1 and r["gateways"][0]["spoofed_acks"] > 0, r["gateways"]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

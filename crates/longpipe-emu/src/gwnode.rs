@@ -20,6 +20,9 @@
 //! time its [`Running`] is dropped, and its state file (in a directory of the emulator's,
 //! not the daemon's default) is removed; the namespace's teardown kills whatever a
 //! SIGKILL of the emulator left. See docs/emulation.md, "The gateway node".
+//!
+//! (~750 lines: the mapping and the daemon's life cycle are one concern; the last ~210
+//! lines are the tests of every mapping and refusal.)
 
 use crate::linux::{self, Mapping};
 use crate::netns::{dev_name, Setup};
@@ -438,6 +441,33 @@ impl Drop for Running {
         }
         let _ = std::fs::remove_file(self.state.join(format!("{}-lpgw.json", self.ns)));
     }
+}
+
+/// The daemons' reports into the result: `emu.gateways[]` (typed: results.rs
+/// `EmuGateway`) and, in spoof mode, the simulator's `gateways[]` entry from the core
+/// gateway's counters in the daemon's stop summary.
+pub fn into_result(
+    v: &mut serde_json::Value,
+    reports: Vec<(EmuGateway, Option<serde_json::Value>)>,
+) -> serde_json::Result<()> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let mut sim_like = Vec::new();
+    let mut emu = Vec::new();
+    for (r, counters) in reports {
+        if let Some(c) = counters {
+            sim_like.push(Running::result_entry(&r.node, &c));
+        }
+        emu.push(r);
+    }
+    if !sim_like.is_empty() {
+        v["gateways"] = serde_json::Value::Array(sim_like);
+    }
+    if let Some(e) = v.get_mut("emu") {
+        e["gateways"] = serde_json::to_value(&emu)?;
+    }
+    Ok(())
 }
 
 /// The directory of the daemons' state files (`LONGPIPE_GATEWAY_STATE`): the

@@ -16,7 +16,10 @@
 //! status), 2 bad input or an unusable environment (one line on stderr), 1 internal
 //! error, 130 interrupted.
 //!
-//! Why one file of ~660 lines: argument parsing and the set-up and tear-down sequence of
+//! A `tcp-gateway` node's daemon (`gwnode`) is started after the set-up, before the
+//! ferry, and stopped when the flows (or the command) have ended.
+//!
+//! Why one file of ~720 lines: argument parsing and the set-up and tear-down sequence of
 //! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
@@ -573,7 +576,7 @@ fn run_emulation(
     if let Some(e) = v.get_mut("emu") {
         e["device_dropped"] = serde_json::Value::Array(drops);
     }
-    gateway_results(&mut v, reports)?;
+    gwnode::into_result(&mut v, reports)?;
     let result = serde_json::to_string(&v)?;
     match &a.result {
         Some(p) => fs::write(p, result + "\n")
@@ -585,36 +588,6 @@ fn run_emulation(
         code = 130;
     }
     Ok(code)
-}
-
-/// The daemons' reports into the result: `emu.gateways[]` (typed: results.rs
-/// `EmuGateway`) and, in spoof mode, the simulator's `gateways[]` entry from the core
-/// gateway's counters in the daemon's stop summary.
-fn gateway_results(
-    v: &mut serde_json::Value,
-    reports: Vec<(
-        longpipe_core::results::EmuGateway,
-        Option<serde_json::Value>,
-    )>,
-) -> io::Result<()> {
-    if reports.is_empty() {
-        return Ok(());
-    }
-    let mut sim_like = Vec::new();
-    let mut emu = Vec::new();
-    for (r, counters) in reports {
-        if let Some(c) = counters {
-            sim_like.push(gwnode::Running::result_entry(&r.node, &c));
-        }
-        emu.push(r);
-    }
-    if !sim_like.is_empty() {
-        v["gateways"] = serde_json::Value::Array(sim_like);
-    }
-    if let Some(e) = v.get_mut("emu") {
-        e["gateways"] = serde_json::to_value(&emu)?;
-    }
-    Ok(())
 }
 
 fn parse_json_value(p: &PathBuf) -> io::Result<serde_json::Value> {
