@@ -56,7 +56,7 @@ def daemons(pid: int) -> list[int]:
 @pytest.fixture(autouse=True)
 def no_leftovers() -> Iterator[None]:
     before = our_namespaces()
-    states = set(STATE.glob("*.json")) if STATE.exists() else set()
+    states = set(STATE.iterdir()) if STATE.exists() else set()
     try:
         yield
     finally:
@@ -64,12 +64,12 @@ def no_leftovers() -> Iterator[None]:
         if left:
             subprocess.run([find_binary(), "cleanup"], capture_output=True, timeout=60)
         assert not left, f"namespaces left behind: {left}"
-        # the daemons' state files of this test's namespaces (others' runs may be live)
-        stale = {p for p in (set(STATE.glob("*.json")) if STATE.exists() else set()) - states
-                 if p.name.split("-lpgw")[0] not in our_namespaces()}
+        # the daemons' state directories of this test's namespaces (others' runs may be live)
+        stale = {p for p in (set(STATE.iterdir()) if STATE.exists() else set()) - states
+                 if p.name not in our_namespaces()}
         for p in stale:
-            p.unlink()
-        assert not stale, f"gateway state files left behind: {stale}"
+            shutil.rmtree(p, ignore_errors=True)
+        assert not stale, f"gateway state left behind: {stale}"
 
 
 def geo(kind: str = "tcp-gateway", gateway: dict[str, Any] | None = None, duration: str = "8s",
@@ -324,3 +324,21 @@ def test_a_command_downloads_through_the_daemon(tmp_path: Path) -> None:
         assert r["gateways"][0]["conns_opened"] >= 1 and r["gateways"][0]["spoofed_acks"] > 0, r["gateways"]
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@needs_root
+def test_cleanup_removes_the_state_of_gone_namespaces(tmp_path: Path) -> None:
+    # after a SIGKILL of the emulator, its namespaces (and the daemons in them) go with
+    # `cleanup`; so do the daemons' state directories (in a state directory of this
+    # test's own)
+    state = tmp_path / "state"
+    gone = state / "gateway" / "lpemu-deadbeef-1-gw"
+    other = state / "gateway" / "unrelated"
+    for d in (gone, other):
+        d.mkdir(parents=True)
+        (d / "4026532000-lpgw.json").write_text("{}")
+    p = subprocess.run([find_binary(), "cleanup"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "LONGPIPE_EMU_STATE": str(state)})
+    assert p.returncode == 0, p.stderr
+    assert not gone.exists() and other.exists()
+    assert "removed the gateway daemon's state of lpemu-deadbeef-1-gw" in p.stdout

@@ -324,8 +324,8 @@ pub struct Running {
     /// Its stderr lines (read by a thread).
     err: mpsc::Receiver<String>,
     tail: Vec<String>,
+    /// Its state directory (`LONGPIPE_GATEWAY_STATE`): one per namespace.
     state: PathBuf,
-    ns: String,
     pub args: Vec<String>,
 }
 
@@ -439,7 +439,7 @@ impl Drop for Running {
             let _ = sys::kill(-(c.id() as i32), libc::SIGKILL);
             let _ = c.wait();
         }
-        let _ = std::fs::remove_file(self.state.join(format!("{}-lpgw.json", self.ns)));
+        let _ = std::fs::remove_dir_all(&self.state);
     }
 }
 
@@ -470,10 +470,38 @@ pub fn into_result(
     Ok(())
 }
 
-/// The directory of the daemons' state files (`LONGPIPE_GATEWAY_STATE`): the
-/// emulator's own, so that an emulated gateway never meets a real one's records.
+/// The directory of the daemons' state directories (`LONGPIPE_GATEWAY_STATE`, one per
+/// namespace, named after it): the emulator's own, so that an emulated gateway never
+/// meets a real one's records.
 pub fn state_dir() -> PathBuf {
     crate::netns::state_dir().join("gateway")
+}
+
+/// Removes the daemons' state directories whose namespace is gone (an emulation killed
+/// with SIGKILL: `longpipe emu cleanup` removed its namespaces, and the daemons with
+/// them); the names of those removed.
+pub fn cleanup_states() -> Vec<String> {
+    let live: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir(state_dir()) else {
+        return removed;
+    };
+    for e in dir.flatten() {
+        let ns = e.file_name().to_string_lossy().into_owned();
+        if ns.starts_with("lpemu-")
+            && !live.iter().any(|n| *n == ns)
+            && std::fs::remove_dir_all(e.path()).is_ok()
+        {
+            removed.push(ns);
+        }
+    }
+    removed
 }
 
 /// Starts the daemon of every plan in its node's namespace and waits until each says
@@ -488,8 +516,7 @@ pub fn start(plans: &[GwPlan], setup: &Setup, user: Option<&str>) -> Result<Vec<
         "a tcp-gateway node runs the longpipe-gateway daemon, which is not built: run `make build` \
          (cargo build -p longpipe-gateway --release) or set LONGPIPE_GATEWAY",
     )?;
-    let state = state_dir();
-    std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
+    cleanup_states();
     let mut running = Vec::new();
     for p in plans {
         let mut args = p.args.clone();
@@ -497,6 +524,8 @@ pub fn start(plans: &[GwPlan], setup: &Setup, user: Option<&str>) -> Result<Vec<
             args.push("--user".into());
             args.push(u.into());
         }
+        let state = state_dir().join(&setup.ns[p.node]);
+        std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
         setup.enter(p.node).map_err(|e| e.to_string())?;
         let spawned = Command::new(&exe)
             .arg("run")
@@ -526,8 +555,7 @@ pub fn start(plans: &[GwPlan], setup: &Setup, user: Option<&str>) -> Result<Vec<
             child: Some(child),
             err: rx,
             tail: vec![],
-            state: state.clone(),
-            ns: setup.ns[p.node].clone(),
+            state,
             args,
         };
         let t0 = Instant::now();

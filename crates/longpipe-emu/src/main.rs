@@ -67,6 +67,9 @@ fn main() {
                 for n in r {
                     println!("removed network namespace {n}");
                 }
+                for f in gwnode::cleanup_states() {
+                    println!("removed the gateway daemon's state of {f}");
+                }
                 0
             }
         }
