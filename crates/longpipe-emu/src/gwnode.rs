@@ -495,7 +495,7 @@ pub fn cleanup_states() -> Vec<String> {
     for e in dir.flatten() {
         let ns = e.file_name().to_string_lossy().into_owned();
         if ns.starts_with("lpemu-")
-            && !live.iter().any(|n| *n == ns)
+            && !live.contains(&ns)
             && std::fs::remove_dir_all(e.path()).is_ok()
         {
             removed.push(ns);
