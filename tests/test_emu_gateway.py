@@ -342,3 +342,19 @@ def test_cleanup_removes_the_state_of_gone_namespaces(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert not gone.exists() and other.exists()
     assert "removed the gateway daemon's state of lpemu-deadbeef-1-gw" in p.stdout
+
+
+@needs_root
+def test_a_daemon_that_fails_to_start_ends_the_run_in_one_line(tmp_path: Path) -> None:
+    # the daemon exits before it is ready: the emulation stops there, says so in one
+    # line, and removes what it made (the fixture checks the namespaces)
+    sc = tmp_path / "sc.json"
+    sc.write_text(json.dumps(geo()))
+    fake = tmp_path / "longpipe-gateway"
+    fake.write_text("#!/bin/sh\necho 'error: --uplink: no such device' >&2\nexit 2\n")
+    fake.chmod(0o755)
+    p = subprocess.run([find_binary(), "run", "--scenario", str(sc), "--flows"], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, "LONGPIPE_GATEWAY": str(fake)})
+    assert p.returncode == 2, p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert 'the gateway daemon of node "gw" ended before it was ready: --uplink: no such device' in line, line
