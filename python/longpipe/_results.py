@@ -45,6 +45,58 @@ class AtmReport(TypedDict):
     vcs: list[VcReport]
 
 
+class EmuSplitCounters(TypedDict):
+    """The split daemon's relay counters (its stop summary's `split`)."""
+
+    bytes_to_client: int
+    bytes_to_server: int
+    closed: int
+    connect_errors: int
+    opened: int
+    #: Reset at once: over `max_conns`, or while stopping.
+    refused: int
+    resets: int
+
+
+class EmuGateway(TypedDict):
+    """A `tcp-gateway` node emulated by the real daemon (`longpipe gateway run`): how it ran and its
+    stop summary. In spoof mode the core gateway's counters are the result's `gateways[]` entry, as
+    in a simulated run."""
+
+    #: Spoof mode: bytes the servers saw acknowledged that never reached the clients.
+    acked_undelivered_bytes: int | None
+    #: The daemon's arguments after `run` (the node's `gateway` table as flags).
+    args: list[str]
+    #: The most connections it held at once.
+    conns_peak: int | None
+    #: The daemon's exit status (0: stopped cleanly; null: killed).
+    exit: int | None
+    #: Bytes it held when it stopped (split: read and not yet written).
+    held_bytes: int | None
+    #: "spoof" or "split".
+    mode: str
+    node: str
+    #: Connections reset on both ends at the stop (the flows are cut at `duration`).
+    reset_conns: int | None
+    #: Split mode: the relay's counters.
+    split: EmuSplitCounters | None
+    #: Its last lines on stderr (the stop report).
+    stderr_tail: list[str]
+    #: Gateway options the daemon has no flag for, one line each.
+    unmapped: list[str]
+    #: From its stop summary (null if it gave none).
+    uptime_s: float | None
+
+
+class EmuReport(TypedDict):
+    """What `longpipe emu` adds to a result (`emu`; an emulated run only). Typed here: the gateway
+    daemons it ran (`emu.gateways[]`); its other fields (kernel, congestion controls, unmapped
+    options, ferry counters, device drops) are described in docs/emulation.md."""
+
+    #: One per `tcp-gateway` node: the real daemon in its namespace.
+    gateways: NotRequired[list[EmuGateway]]
+
+
 class FlowApp(TypedDict):
     """One flow's (one user's) application figures in the result's `flows[i].app`."""
 
@@ -387,6 +439,8 @@ class SimResult(TypedDict):
     #: Per-VC ATM counters (only when the scenario has ATM links).
     atm: NotRequired[AtmReport | None]
     duration_s: float
+    #: What the emulator adds (`longpipe emu` only).
+    emu: NotRequired[EmuReport | None]
     #: Jain's index over flow goodputs; null if no flow delivered anything.
     fairness_jain: float | None
     flows: list[FlowResult]

@@ -2,7 +2,7 @@
 the work; this module finds it, hands it the scenario as JSON and presents its result
 like ``longpipe run``). See docs/emulation.md.
 
-    longpipe emu SCENARIO --flows [--json] [--pcap A-B[=FILE]] [--out DIR]
+    longpipe emu SCENARIO --flows [--spawn NODE=CMD]... [--json] [--pcap A-B[=FILE]] [--out DIR]
     longpipe emu SCENARIO [--node NODE] [--spawn NODE=CMD] -- CMD [ARGS...]
     longpipe emu cleanup
     longpipe emu --selftest [--quick] [--json]
@@ -87,10 +87,13 @@ def run_binary(cmd: list[str], *, capture_stderr: bool = False, timeout: float |
 
 def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scenario",
              cc: str | None = None, pcaps: Mapping[str, Path] | None = None,
-             timeout: float | None = None, user: str | None = None) -> dict[str, Any]:
+             timeout: float | None = None, spawn: list[str] | None = None,
+             user: str | None = None) -> dict[str, Any]:
     """Runs a scenario's flows in the emulator; the result document (the fields of a
-    simulated run, plus ``emu``). Raises UsageError with the binary's message on bad
-    input (exit 2) and RuntimeError on a failure."""
+    simulated run, plus ``emu``). ``spawn``: ``NODE=CMD`` commands run (with ``sh -c``,
+    as ``user``) in their nodes' namespaces while the flows run, stopped at the end.
+    Raises UsageError with the binary's message on bad input (exit 2) and RuntimeError
+    on a failure."""
     exe = find_binary()
     with tempfile.TemporaryDirectory(prefix="longpipe-emu-") as d:
         sc_path = Path(d) / "scenario.json"
@@ -103,6 +106,8 @@ def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scen
             cmd += ["--cc", cc]
         if user is not None:
             cmd += ["--user", user]
+        for sp in spawn or []:
+            cmd += ["--spawn", sp]
         for spec, path in (pcaps or {}).items():
             cmd += ["--pcap", f"{spec}={path}"]
         rc, stderr = run_binary(cmd, capture_stderr=True, timeout=timeout)
@@ -135,7 +140,7 @@ def register(sub: Any) -> None:
     e.add_argument("--out", metavar="DIR", help="directory for result.json and captures")
     e.add_argument("--node", help="node whose namespace runs CMD (default: 'client', else flow 0's receiver)")
     e.add_argument("--spawn", action="append", metavar="NODE=CMD",
-                   help="also run CMD (with sh -c) in NODE's namespace while the command runs")
+                   help="also run CMD (with sh -c) in NODE's namespace while the command or the flows run")
     e.add_argument("--user", help="user for the ferry and the commands (default: the sudo user, else nobody)")
     e.add_argument("--selftest", action="store_true", help="measure delay, rate and loss accuracy and speed")
     e.add_argument("--quick", action="store_true", help="with --selftest: fewer probes, fewer rates")
@@ -168,6 +173,9 @@ def cmd_emu(args: argparse.Namespace) -> int:
     for opt, v in (("--cc", args.cc), ("--user", args.user)):
         if v is not None and not v.strip():
             raise UsageError(f"longpipe emu: {opt}: expected a name, got an empty string")
+    if args.flows and args.node is not None:
+        raise UsageError("longpipe emu: --node goes with -- COMMAND, not --flows (--spawn NODE=CMD runs a "
+                         "command in any node while the flows run)")
     from . import api
     from ._io import check_output_dir, check_output_file, write_outputs
     from .options import pcap_specs as _pcap_specs
@@ -188,7 +196,7 @@ def cmd_emu(args: argparse.Namespace) -> int:
         if args.flows:
             try:
                 data = run_json(json.dumps(sc, allow_nan=False), seed, source=src or "scenario", cc=args.cc,
-                                pcaps=tmp, user=args.user)
+                                pcaps=tmp, spawn=args.spawn, user=args.user)
             except RuntimeError as e:  # the binary failed and said why (not a bug of ours)
                 print(f"error: {e}", file=sys.stderr)
                 return 1
@@ -223,6 +231,11 @@ def cmd_emu(args: argparse.Namespace) -> int:
         print(format_result(cast("SimResult", data)))
         for note in data.get("emu", {}).get("unmapped", []):
             print(f"not mapped onto Linux: {note}")
+        for g in data.get("emu", {}).get("gateways", []):
+            print(f"gateway daemon at {g['node']} ({g['mode']}): exit {g['exit']}, peak {g['conns_peak']} "
+                  f"connections, {g['reset_conns']} reset at the stop")
+            for note in g["unmapped"]:
+                print(f"not mapped onto the daemon: {note}")
     else:
         for lk in data["links"]:
             print(f"{lk['a']}->{lk['b']}: {lk['packets']} packets, {lk['drops_queue']} queue drops, "

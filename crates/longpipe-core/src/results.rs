@@ -187,6 +187,68 @@ pub struct GatewayResult {
     pub satellite_efficiency: Option<f64>,
 }
 
+/// What `longpipe emu` adds to a result (`emu`; an emulated run only). Typed here: the
+/// gateway daemons it ran (`emu.gateways[]`); its other fields (kernel, congestion
+/// controls, unmapped options, ferry counters, device drops) are described in
+/// docs/emulation.md.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct EmuReport {
+    /// One per `tcp-gateway` node: the real daemon in its namespace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(default)]
+    pub gateways: Vec<EmuGateway>,
+}
+
+/// A `tcp-gateway` node emulated by the real daemon (`longpipe gateway run`): how it
+/// ran and its stop summary. In spoof mode the core gateway's counters are the
+/// result's `gateways[]` entry, as in a simulated run.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EmuGateway {
+    pub node: String,
+    /// "spoof" or "split".
+    pub mode: String,
+    /// The daemon's arguments after `run` (the node's `gateway` table as flags).
+    pub args: Vec<String>,
+    /// Gateway options the daemon has no flag for, one line each.
+    pub unmapped: Vec<String>,
+    /// The daemon's exit status (0: stopped cleanly; null: killed).
+    #[schemars(with = "crate::results::Nullable<i32>")]
+    pub exit: Option<i32>,
+    /// From its stop summary (null if it gave none).
+    #[schemars(with = "crate::results::Nullable<f64>")]
+    pub uptime_s: Option<f64>,
+    /// The most connections it held at once.
+    #[schemars(with = "crate::results::Nullable<u64>")]
+    pub conns_peak: Option<u64>,
+    /// Spoof mode: bytes the servers saw acknowledged that never reached the clients.
+    #[schemars(with = "crate::results::Nullable<u64>")]
+    pub acked_undelivered_bytes: Option<u64>,
+    /// Bytes it held when it stopped (split: read and not yet written).
+    #[schemars(with = "crate::results::Nullable<u64>")]
+    pub held_bytes: Option<u64>,
+    /// Connections reset on both ends at the stop (the flows are cut at `duration`).
+    #[schemars(with = "crate::results::Nullable<u64>")]
+    pub reset_conns: Option<u64>,
+    /// Split mode: the relay's counters.
+    #[schemars(with = "crate::results::Nullable<EmuSplitCounters>")]
+    pub split: Option<EmuSplitCounters>,
+    /// Its last lines on stderr (the stop report).
+    pub stderr_tail: Vec<String>,
+}
+
+/// The split daemon's relay counters (its stop summary's `split`).
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, JsonSchema)]
+pub struct EmuSplitCounters {
+    pub opened: u64,
+    pub closed: u64,
+    /// Reset at once: over `max_conns`, or while stopping.
+    pub refused: u64,
+    pub connect_errors: u64,
+    pub resets: u64,
+    pub bytes_to_server: u64,
+    pub bytes_to_client: u64,
+}
+
 /// A node of the scenario and its IPv4 address (as in pcaps).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct NodeResult {
@@ -249,6 +311,9 @@ pub struct SimResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<Workload>,
     pub sim: SimStats,
+    /// What the emulator adds (`longpipe emu` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emu: Option<EmuReport>,
 }
 
 impl SimResult {

@@ -10,7 +10,8 @@
 //! directions and the real-time loop, testable with fake devices and clock), [`tun`]
 //! (the real devices), [`netns`] (namespaces, devices, routes; teardown and crash
 //! recovery), [`linux`] (scenario TCP options → socket options, routes, sysctls),
-//! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`report`] (the simulator's
+//! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`gwnode`] (a tcp-gateway node:
+//! the real gateway daemon in its namespace), [`report`] (the simulator's
 //! result fields), [`selftest`] (accuracy and speed); [`sys`] is `longpipe_sys::sys` (the system calls,
 //! the only `unsafe`, shared with the gateway daemon).
 //! The binary (`src/main.rs`) is the privileged parent and the unprivileged ferry.
@@ -18,6 +19,7 @@
 
 pub mod ferry;
 pub mod flows;
+pub mod gwnode;
 pub mod linux;
 pub mod netns;
 pub mod pkt;

@@ -4,8 +4,9 @@
 //! buffer limits) — one namespace per node, so a per-namespace setting must agree for
 //! every flow of that node. What Linux cannot express is listed in
 //! [`Mapping::unmapped`] (reported in the result), or refused when the run would not mean
-//! what the scenario says (tahoe, a tcp-gateway node, an ATM switch or link, an
-//! unavailable congestion control). See docs/emulation.md.
+//! what the scenario says (tahoe, an ATM switch or link, an unavailable congestion
+//! control). A tcp-gateway node is a router here; its daemon is mapped in `gwnode`.
+//! See docs/emulation.md.
 //!
 //! Why ~720 lines: one mapping over every TCP key of the scenario; half the file is its
 //! unit tests.
@@ -179,7 +180,8 @@ fn err<T>(path: String, msg: impl Into<String>) -> Result<T, ScenarioError> {
 pub fn cells_refused(li: usize, k: usize) -> ScenarioError {
     ScenarioError::new(
         format!("link[{li}].layer2{}", if k == 0 { "" } else { "_ba" }),
-        "an ATM link (cells) is simulated only: longpipe emu carries packets",
+        "an ATM link is simulated only: it carries 53-byte cells (AAL5), and longpipe emu \
+         carries IP packets between TUN devices (run it with longpipe run)",
     )
 }
 
@@ -190,15 +192,17 @@ pub fn map(
     available: &[String],
 ) -> Result<Mapping, ScenarioError> {
     for (i, n) in sc.nodes.iter().enumerate() {
-        let simulated_only = match n.role {
-            NodeRole::Host | NodeRole::Router => continue,
-            NodeRole::Gateway(_) => "a tcp-gateway node",
-            NodeRole::AtmSwitch(_) => "an atm-switch node",
-        };
-        return err(
-            format!("node[{i}].kind"),
-            format!("{simulated_only} is simulated only: longpipe emu runs hosts and routers"),
-        );
+        match n.role {
+            // a tcp-gateway forwards in the kernel and runs the real daemon (gwnode.rs)
+            NodeRole::Host | NodeRole::Router | NodeRole::Gateway(_) => continue,
+            NodeRole::AtmSwitch(_) => {
+                return err(
+                    format!("node[{i}].kind"),
+                    "an atm-switch node is simulated only: it switches 53-byte cells, and \
+                     longpipe emu carries IP packets between TUN devices (run it with longpipe run)",
+                )
+            }
+        }
     }
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
@@ -668,7 +672,9 @@ mod tests {
             .unwrap()
             .validate()
             .unwrap();
-        assert_eq!(map(&g, None, &avail()).unwrap_err().path, "node[0].kind");
+        // a tcp-gateway node is a router to the kernel (the daemon: gwnode.rs)
+        let m = map(&g, None, &avail()).unwrap();
+        assert!(m.sysctls[1].contains(&("ipv4/ip_forward".into(), "1".into())));
         // cell-level ATM is simulated only: switches and links alike
         let atm = |node: &str| {
             parse_json(&format!(r#"{{"duration":"5s","node":[{node}],"link":[{{"a":"s","b":"x","rate":"1Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}},{{"a":"x","b":"c","rate":"1Mbps","delay":"1ms","layer2":{{"kind":"atm"}}}}]}}"#))

@@ -16,12 +16,16 @@
 //! status), 2 bad input or an unusable environment (one line on stderr), 1 internal
 //! error, 130 interrupted.
 //!
-//! Why one file of ~740 lines: argument parsing and the set-up and tear-down sequence of
+//! A `tcp-gateway` node's daemon (`gwnode`) is started after the set-up, before the
+//! ferry, and stopped when the flows (or the command) have ended.
+//!
+//! Why one file of ~800 lines: argument parsing and the set-up and tear-down sequence of
 //! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
 use longpipe_emu::ferry::{EarlyWake, Ferry, MonoClock, Net};
 use longpipe_emu::flows::{self, Listener};
+use longpipe_emu::gwnode::{self, GwPlan};
 use longpipe_emu::linux::{self, FlowMap};
 use longpipe_emu::netns::{self, Setup};
 use longpipe_emu::tun::TunIo;
@@ -62,6 +66,9 @@ fn main() {
                 }
                 for n in r {
                     println!("removed network namespace {n}");
+                }
+                for f in gwnode::cleanup_states() {
+                    println!("removed the gateway daemon's state of {f}");
                 }
                 0
             }
@@ -168,8 +175,12 @@ fn parse_run(a: &[String]) -> Result<RunArgs, String> {
             return Err(format!("{opt}: expected a name, got an empty string"));
         }
     }
-    if r.flows && (r.node.is_some() || !r.spawns.is_empty()) {
-        return Err("run: --node and --spawn go with -- COMMAND, not --flows".into());
+    if r.flows && r.node.is_some() {
+        return Err(
+            "run: --node goes with -- COMMAND, not --flows (--spawn NODE=CMD runs a \
+                    command in any node while the flows run)"
+                .into(),
+        );
     }
     Ok(r)
 }
@@ -271,7 +282,8 @@ fn cmd_run(a: RunArgs) -> i32 {
         Err(e) => return bad(format!("{src}: {e}")),
     };
     let seed = a.seed.unwrap_or(sc.seed);
-    let mut m = match linux::map(&sc, a.cc.as_deref(), &linux::available_ccs()) {
+    let available = linux::available_ccs();
+    let mut m = match linux::map(&sc, a.cc.as_deref(), &available) {
         Ok(m) => m,
         Err(e) => return bad(format!("{src}: {e}")),
     };
@@ -284,6 +296,12 @@ fn cmd_run(a: RunArgs) -> i32 {
             m.unmapped.extend(linux::buffer_notes(&m, r));
         }
     }
+    // tcp-gateway nodes: the real daemon's flags (and the split leg's namespace settings)
+    let raw: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let gws = match gwnode::plan(&sc, &raw, &mut m, &available, a.flows) {
+        Ok(g) => g,
+        Err(e) => return bad(format!("{src}: {e}")),
+    };
     let mut cap_ports = Vec::new();
     for (spec, path) in &a.pcaps {
         match capture_port(&sc, spec) {
@@ -347,6 +365,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         cap_ports,
         client,
         spawn_nodes,
+        &gws,
         uid,
         gid,
     ) {
@@ -369,9 +388,15 @@ fn run_emulation(
     cap_ports: Vec<(usize, PathBuf)>,
     client: Option<usize>,
     spawn_nodes: Vec<(usize, String)>,
+    gws: &[GwPlan],
     uid: u32,
     gid: u32,
 ) -> io::Result<i32> {
+    // the gateway daemons, before the ferry's clock (and the flows) start
+    let mut daemons = match gwnode::start(gws, setup, a.user.as_deref()) {
+        Ok(d) => d,
+        Err(e) => return Ok(bad(e)),
+    };
     let mut socks: Vec<OwnedFd> = Vec::new();
     let mut listeners: Vec<Listener> = Vec::new();
     if a.flows {
@@ -459,22 +484,34 @@ fn run_emulation(
     ctl.flush()?;
     let mut code = 0;
     let mut interrupted = false;
-    if let Some(cn) = client {
-        let env = node_env(sc);
-        let mut spawned = Vec::new();
-        for (n, c) in &spawn_nodes {
-            setup.enter(*n)?;
-            let s = Command::new("sh")
-                .arg("-c")
-                .arg(c)
-                .uid(uid)
-                .gid(gid)
-                .envs(env.iter().cloned())
-                .stdin(Stdio::null())
-                .spawn();
-            setup.leave()?;
-            spawned.push(s?);
+    let env = node_env(sc);
+    // --spawn: with the command, or while the flows run
+    let mut spawned = Vec::new();
+    for (n, c) in &spawn_nodes {
+        setup.enter(*n)?;
+        let s = Command::new("sh")
+            .arg("-c")
+            .arg(c)
+            .uid(uid)
+            .gid(gid)
+            .envs(env.iter().cloned())
+            .stdin(Stdio::null())
+            .spawn();
+        setup.leave()?;
+        match s {
+            Ok(s) => spawned.push(s),
+            Err(e) => {
+                for s in &mut spawned {
+                    stop_child(s);
+                }
+                drop(ctl);
+                stop_child(&mut ferry);
+                return Err(e);
+            }
         }
+    }
+    let reports: Vec<_>;
+    if let Some(cn) = client {
         setup.enter(cn)?;
         let cmd = Command::new(&a.cmd[0])
             .args(&a.cmd[1..])
@@ -520,6 +557,8 @@ fn run_emulation(
         for s in &mut spawned {
             stop_child(s);
         }
+        // the daemons stop while the links still run (their resets reach the hosts)
+        reports = daemons.drain(..).map(gwnode::Running::stop).collect();
         drop(ctl); // end of file: the ferry stops and reports
     } else {
         loop {
@@ -533,6 +572,10 @@ fn run_emulation(
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        for s in &mut spawned {
+            stop_child(s);
+        }
+        reports = daemons.drain(..).map(gwnode::Running::stop).collect();
         drop(ctl);
     }
     let result = rx.recv_timeout(Duration::from_secs(30));
@@ -561,6 +604,7 @@ fn run_emulation(
         e["device_dropped"] = serde_json::Value::Array(drops);
         e["sysctls"] = sysctl_report(sc, setup);
     }
+    gwnode::into_result(&mut v, reports)?;
     let result = serde_json::to_string(&v)?;
     match &a.result {
         Some(p) => fs::write(p, result + "\n")

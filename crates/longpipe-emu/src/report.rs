@@ -49,6 +49,7 @@ pub fn result(
         workload: None,
         nodes: NodeResult::all(sc),
         sim: SimStats { events },
+        emu: None,
     }
 }
 

@@ -40,9 +40,9 @@ def register_args(c: argparse.ArgumentParser) -> None:
     fmt = c.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the comparison as JSON")
     fmt.add_argument("--csv", action="store_true", help="print the comparison as CSV")
-    c.add_argument("--engine", choices=["sim", "emu"], default="sim",
+    c.add_argument("--engine", default="sim", metavar="sim|emu|sim,emu",
                    help="sim: the simulator (default); emu: Linux TCP through longpipe emu, in real time, "
-                   "one run after another (root)")
+                   "one run after another (root); sim,emu: both, rows side by side")
     add_exec_args(c)
 
 
@@ -58,6 +58,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .grid import display_value, format_value, parse_axis, seeds_text
     from .summary import fmt_mean_ci
 
+    engines = [e.strip() for e in str(args.engine).split(",")]
+    if not engines or any(e not in ("sim", "emu") for e in engines) or len(set(engines)) != len(engines):
+        raise UsageError(f"--engine: expected sim, emu or sim,emu, got {args.engine!r}")
     grid = list(args.vary or [])
     if args.stack is not None:
         if not [v for v in args.stack.split(",") if v.strip()]:
@@ -89,27 +92,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ScenarioError(None, "--flow", f"no flow {args.flow}; the scenario has {n_flows} flow(s), ids 0 to "
                             f"{n_flows - 1}" if n_flows else "the scenario has no flows")
     _, axes, seeds, tasks = plan(args.scenario, grid, _seeds_arg(args), ov, getattr(args, "force", False), "--vary")
-    if args.engine == "emu":  # real time, namespaces: one after another, not stored
-        from ..emu import run_json
+    if "emu" in engines and args.plot:
+        raise UsageError("--plot: the emulator records no time series; compare --engine sim for figures")
+    done: list[tuple[str, Any, dict[str, Any]]] = []  # (engine, task, result)
+    for engine in engines:
+        if engine == "emu":  # real time, namespaces: one after another, not stored
+            from ..emu import run_json
 
-        if args.plot:
-            raise UsageError("--plot: the emulator records no time series; compare --engine sim for figures")
-        results = [run_json(t.scenario_json, t.seed) for t in tasks]
-    else:
-        oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args), label="compare")
-        results = [json.loads(r["result"]) for r in oc.rows]
+            done += [("emu", t, run_json(t.scenario_json, t.seed)) for t in tasks]
+        else:
+            oc = run_tasks(tasks, None, executor=args.executor, jobs=args.jobs, progress=_progress(args),
+                           label="compare")
+            done += [("sim", t, json.loads(r["result"])) for t, r in zip(tasks, oc.rows)]
+    results = [r for _, _, r in done]
     n_flows = len(results[0]["flows"])
     if not 0 <= args.flow < n_flows:
         raise ScenarioError(None, "--flow", f"the scenario has flows 0..{n_flows - 1}, got {args.flow}")
     # a point's values may be tables or lists (--vary 'node=[...],[...]'): keyed by their JSON
     points: dict[str, tuple[Any, ...]] = {}
     by_key: dict[str, list[dict[str, Any]]] = {}
-    for t, res in zip(tasks, results):
-        k = json.dumps([v for _, v in t.params], sort_keys=True)
-        points.setdefault(k, tuple(v for _, v in t.params))
+    both = len(engines) > 1  # the engine is then the first column
+    for engine, t, res in done:
+        pt = ((engine,) if both else ()) + tuple(v for _, v in t.params)
+        k = json.dumps(list(pt), sort_keys=True)
+        points.setdefault(k, pt)
         by_key.setdefault(k, []).append(res)
     per_point = [(points[k], rs) for k, rs in by_key.items()]
-    keys = [a.key for a in axes]
+    keys = (["engine"] if both else []) + [a.key for a in axes]
     records = []
     # applications: their figures across users beside flow --flow's
     app_fields = workload_fields(results)
@@ -137,7 +146,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         s = seeds_text(seeds)
         print(f"scenario {name} (flow {args.flow}), seed{'s' if len(seeds) > 1 else ''} {s}, "
-              f"{results[0]['duration_s']:g} s {'emulated' if args.engine == 'emu' else 'simulated'}"
+              f"{results[0]['duration_s']:g} s "
+              f"{' and '.join({'sim': 'simulated', 'emu': 'emulated'}[e] for e in engines)}"
               + (", mean ± 95% CI" if len(seeds) > 1 else ""))
         if sets:
             print(f"applied: {sets}")

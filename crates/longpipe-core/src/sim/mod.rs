@@ -546,6 +546,7 @@ impl<'a> Sim<'a> {
             atm: atm::report(sc, delta, &self.dirs, &self.nodes, self.n_vcs),
             users,
             workload,
+            emu: None,
             sim: SimStats {
                 events: self.d.events(),
             },
