@@ -16,6 +16,7 @@
 //! The binary (`src/main.rs`) is the privileged parent and the unprivileged ferry.
 //! See docs/emulation.md.
 
+pub mod apps;
 pub mod ferry;
 pub mod flows;
 pub mod linux;
