@@ -105,12 +105,14 @@ def test_request_response_one_connection_per_request(tmp_path):
 
 
 def test_a_slow_reader_holds_the_flow_to_its_rate(tmp_path):
-    # onoff in bulk mode for the whole run into a reader at 1 Mbit/s behind 10 Mbit/s:
-    # its receive buffer (64 kB) fills, the window closes, goodput is the read rate
-    slow = emulate(tmp_path, path(kind="onoff", on="100s", rate="bulk", read_rate="1Mbps", rwnd="64KB"))
-    fast = emulate(tmp_path, path(kind="onoff", on="100s", rate="bulk", rwnd="64KB"))
-    g = slow["flows"][0]["goodput_bps"]
-    assert 0.85e6 < g < 1.1e6, g
+    # a reader at 1 Mbit/s behind 10 Mbit/s (the seed-003 clients): its receive buffer
+    # (64 kB) fills, the window closes, goodput is the read rate; in a bulk flow's
+    # receiver and in an application's (onoff sending as fast as TCP allows)
+    for app in ({"kind": "bulk"}, {"kind": "onoff", "on": "100s", "rate": "bulk"}):
+        slow = emulate(tmp_path, path(**app, read_rate="1Mbps", rwnd="64KB", duration="5s"))
+        g = slow["flows"][0]["goodput_bps"]
+        assert 0.85e6 < g < 1.1e6, (app, g)
+    fast = emulate(tmp_path, path(kind="onoff", on="100s", rate="bulk", rwnd="64KB", duration="3s"))
     assert fast["flows"][0]["goodput_bps"] > 4e6, "without the reader the window allows 64 kB / 40 ms"
 
 
@@ -140,12 +142,22 @@ def test_users_each_have_their_figures(tmp_path):
     assert [f["app"]["kind"] for f in emu["flows"]] == ["request-response"] * 2
     assert all(f["app"]["requests"] >= 5 for f in emu["flows"])
     assert emu["workload"]["per_user"]["goodput_bps"]["users"] == 2
+    # a [[user]] group: each user a web client and a request-response client
+    sc = path(kind="web", reading_time="0.5s", duration="3s")
+    flows = sc.pop("flow")
+    sc["user"] = [{"name": "sub", "count": 2,
+                   "flow": [flows[0], {**flows[0], "app": {"kind": "request-response", "think": "0.2s"}}]}]
+    emu = emulate(tmp_path, sc)
+    assert [u["name"] for u in emu["users"]] == ["sub#0", "sub#1"]
+    assert all(u["kind"] == "web+request-response" and u["pages"] >= 1 and u["requests"] >= 5 for u in emu["users"])
 
 
-def test_a_bulk_reader_at_a_rate_stays_refused(tmp_path):
+def test_a_user_group_with_a_bulk_flow_stays_refused(tmp_path):
+    sc = path(kind="bulk", duration="2s")
+    sc["user"] = [{"name": "sub", "count": 2, "flow": sc.pop("flow")}]
     p = tmp_path / "sc.json"
-    p.write_text(json.dumps(path(kind="bulk", read_rate="1Mbps")))
+    p.write_text(json.dumps(sc))
     r = subprocess.run([sys.executable, "-m", "longpipe", "emu", p, "--flows"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
-    assert "flow[0].app.read_rate" in r.stderr and "simulated only" in r.stderr
+    assert "user[0].flow[0]" in r.stderr and "simulated only" in r.stderr

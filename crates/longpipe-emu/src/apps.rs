@@ -319,8 +319,8 @@ enum Piece {
     Zeros(u64),
 }
 
-/// A reader at `read_rate`: a credit of bytes.
-struct Reader {
+/// A reader at `read_rate`: a credit of bytes (also the bulk receiver's, flows.rs).
+pub struct Reader {
     bps: u64,
     /// Credit, in bits × 1e9 (bytes × 8e9), so that nothing is lost to rounding.
     credit: u128,
@@ -328,22 +328,29 @@ struct Reader {
 }
 
 impl Reader {
+    pub fn new(bps: u64, now: u64) -> Reader {
+        Reader {
+            bps,
+            credit: 0,
+            last: now,
+        }
+    }
     fn cap(&self) -> u128 {
         // 5 ms of reading, at least one 1500-byte segment
         (self.bps as u128 * 5_000_000).max(1500 * 8_000_000_000)
     }
-    fn refill(&mut self, now: u64) {
+    pub fn refill(&mut self, now: u64) {
         self.credit = (self.credit + self.bps as u128 * (now - self.last) as u128).min(self.cap());
         self.last = now;
     }
-    fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         (self.credit / 8_000_000_000) as u64
     }
-    fn take(&mut self, n: u64) {
+    pub fn take(&mut self, n: u64) {
         self.credit -= n as u128 * 8_000_000_000;
     }
     /// When the credit reaches one read's worth.
-    fn wake(&self) -> u64 {
+    pub fn wake(&self) -> u64 {
         let want = self.cap().min(1500 * 8_000_000_000);
         if self.credit >= want {
             return self.last;
@@ -443,11 +450,7 @@ impl Driver {
             deframer: Deframer::default(),
             at_src,
             reader: match (at_src, self.read_bps) {
-                (false, Some(bps)) => Some(Reader {
-                    bps,
-                    credit: 0,
-                    last: self.tm.now(),
-                }),
+                (false, Some(bps)) => Some(Reader::new(bps, self.tm.now())),
                 _ => None,
             },
             base: (self.warm && at_src).then(TcpInfo::default),

@@ -15,6 +15,7 @@
 //! - `mean_rtt_s`: the mean of the sampled smoothed RTT (`tcpi_rtt`), a time average of
 //!   Linux's SRTT, where the simulator averages its RTT samples.
 
+use crate::apps::Reader;
 use crate::linux::FlowMap;
 use crate::sys;
 use longpipe_core::results::FlowResult;
@@ -185,8 +186,19 @@ fn receiver(listen: OwnedFd, f: FlowMap, tm: Times, stop: Arc<AtomicBool>) -> Rx
     let _ = s.set_nonblocking(false);
     let _ = s.set_read_timeout(Some(Duration::from_millis(10)));
     let mut buf = vec![0u8; 1 << 18];
+    // `app.read_rate`: a slow reader, as the applications' (apps.rs)
+    let mut reader = f.read_bps.map(|bps| Reader::new(bps, tm.now()));
     while go() {
-        match s.read(&mut buf) {
+        let mut want = buf.len();
+        if let Some(r) = &mut reader {
+            r.refill(tm.now());
+            want = want.min(r.bytes() as usize);
+            if want == 0 {
+                tm.sleep_until(r.wake(), &stop);
+                continue;
+            }
+        }
+        match s.read(&mut buf[..want]) {
             Ok(0) => break,
             Ok(n) => {
                 let t = tm.now();
@@ -197,6 +209,9 @@ fn receiver(listen: OwnedFd, f: FlowMap, tm: Times, stop: Arc<AtomicBool>) -> Rx
                     st.base = Some(st.total);
                 }
                 st.total += n as u64;
+                if let Some(r) = &mut reader {
+                    r.take(n as u64);
+                }
                 if st.completed_at.is_none() && f.app_bytes == Some(st.total) {
                     st.completed_at = Some(t);
                 }

@@ -10,7 +10,8 @@
 //! directions and the real-time loop, testable with fake devices and clock), [`tun`]
 //! (the real devices), [`netns`] (namespaces, devices, routes; teardown and crash
 //! recovery), [`linux`] (scenario TCP options → socket options, routes, sysctls),
-//! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`report`] (the simulator's
+//! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`apps`] (the workload kinds on
+//! real sockets, driven by the simulator's application state machines), [`report`] (the simulator's
 //! result fields), [`selftest`] (accuracy and speed); [`sys`] is `longpipe_sys::sys` (the system calls,
 //! the only `unsafe`, shared with the gateway daemon).
 //! The binary (`src/main.rs`) is the privileged parent and the unprivileged ferry.

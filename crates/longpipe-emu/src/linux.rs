@@ -26,6 +26,9 @@ pub struct FlowMap {
     pub mss: u32,
     pub rwnd: u64,
     pub app_bytes: Option<u64>,
+    /// The application at `dst` reads at this rate, bit/s (`app.read_rate`).
+    #[serde(default)]
+    pub read_bps: Option<u64>,
     pub start_ns: u64,
     pub src_addr: [u8; 4],
     pub dst_addr: [u8; 4],
@@ -175,15 +178,6 @@ pub fn map(
                  tables",
             );
         }
-        // the workload kinds run on real sockets (apps.rs); a bulk flow's receiver
-        // reads at once
-        if !f.app.is_workload() && f.app.read_rate.is_some() {
-            return err(
-                format!("{p}.app.read_rate"),
-                "with kind = \"bulk\" is simulated only (longpipe run); the emulator \
-                 reads at a rate with the workload kinds",
-            );
-        }
         let t = &f.tcp;
         let kcc = match cc {
             Some(c) => c.to_string(),
@@ -318,6 +312,7 @@ pub fn map(
             mss,
             rwnd: t.rwnd,
             app_bytes: f.app_bytes,
+            read_bps: f.app.read_rate.map(|r| r.bps()),
             start_ns: f.start.0,
             src_addr: node_addr(f.src),
             dst_addr: node_addr(f.dst),
