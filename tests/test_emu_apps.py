@@ -1,6 +1,6 @@
 """The workload kinds on real sockets (``longpipe emu --flows``): web, request-response,
 onoff, stream, arrivals and ``read_rate``, driven by the simulator's own application
-state machines (crates/longpipe-emu/src/apps.rs). Needs root; every test is bounded in
+state machines (crates/longpipe-emu/src/apps/). Needs root; every test is bounded in
 time and checks that no namespace is left behind."""
 
 import json

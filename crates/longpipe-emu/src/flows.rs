@@ -186,7 +186,7 @@ fn receiver(listen: OwnedFd, f: FlowMap, tm: Times, stop: Arc<AtomicBool>) -> Rx
     let _ = s.set_nonblocking(false);
     let _ = s.set_read_timeout(Some(Duration::from_millis(10)));
     let mut buf = vec![0u8; 1 << 18];
-    // `app.read_rate`: a slow reader, as the applications' (apps.rs)
+    // `app.read_rate`: a slow reader, as the applications' (apps/conn.rs)
     let mut reader = f.read_bps.map(|bps| Reader::new(bps, tm.now()));
     while go() {
         let mut want = buf.len();

@@ -185,7 +185,7 @@ struct Plan {
     /// (flow id, listener descriptor, its port) of each application flow
     #[serde(default)]
     apps: Vec<(usize, i32, u16)>,
-    /// The ferry's end of the socket channel (application flows), see apps.rs
+    /// The ferry's end of the socket channel (application flows), see apps/broker.rs
     #[serde(default)]
     broker: Option<i32>,
     mapping: Vec<FlowMap>,
@@ -542,8 +542,15 @@ fn run_emulation(
                 let _ = sys::kill(ferry.id() as i32, libc::SIGTERM);
             }
             match &mut broker {
-                // the application flows' sockets, made as they ask (apps.rs)
-                Some(b) => b.serve(10_000_000, &|u| setup.enter(u), &|| setup.leave())?,
+                // the application flows' sockets, made as they ask (apps/broker.rs); if this
+                // fails, closing our end tells the ferry (its openings fail, reported)
+                Some(b) => {
+                    if let Err(e) = b.serve(10_000_000, &|u| setup.enter(u), &|| setup.leave()) {
+                        eprintln!("error: the application flows' sockets: {e}");
+                        broker = None;
+                        setup.leave()?;
+                    }
+                }
                 None => std::thread::sleep(Duration::from_millis(10)),
             }
         }
