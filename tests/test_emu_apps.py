@@ -161,3 +161,19 @@ def test_a_user_group_with_a_bulk_flow_stays_refused(tmp_path):
                        timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "user[0].flow[0]" in r.stderr and "simulated only" in r.stderr
+
+
+def test_compare_puts_simulated_and_emulated_pages_side_by_side(tmp_path):
+    # the "Done means": `longpipe compare --engine emu` for a web-page case,
+    # the same columns as --engine sim, page loads within the documented tolerance
+    p = tmp_path / "sc.json"
+    p.write_text(json.dumps(path(kind="web", reading_time="0.3s", duration="6s")))
+    runs = {}
+    for engine in ("sim", "emu"):
+        r = subprocess.run([sys.executable, "-m", "longpipe", "compare", p, "--tcp", "cubic", "--engine", engine,
+                            "--json"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        runs[engine] = json.loads(r.stdout)["variants"][0]
+    assert set(runs["emu"]) == set(runs["sim"]) and "page_load_p95_s_mean" in runs["emu"]
+    assert runs["emu"]["page_load_p95_s_mean"] == pytest.approx(runs["sim"]["page_load_p95_s_mean"], rel=0.25)
+    assert runs["emu"]["user_goodput_min_bps_mean"] > 0
