@@ -16,7 +16,7 @@
 //! status), 2 bad input or an unusable environment (one line on stderr), 1 internal
 //! error, 130 interrupted.
 //!
-//! Why one file of ~740 lines: argument parsing and the set-up and tear-down sequence of
+//! Why one file of ~780 lines: argument parsing and the set-up and tear-down sequence of
 //! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
