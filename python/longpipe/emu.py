@@ -126,13 +126,14 @@ def run_json(scenario_json: str, seed: int | None = None, *, source: str = "scen
 def register(sub: Any) -> None:
     e = sub.add_parser("emu", help="live emulation: real Linux TCP through the scenario's links (root)",
                        description="Runs the scenario's links in real time between network namespaces (one per "
-                       "node) and either its bulk flows on real sockets (--flows) or a command in the client's "
-                       "namespace (-- CMD). 'longpipe emu cleanup' removes what a crashed run left; "
-                       "'longpipe emu --selftest' measures the emulator's accuracy and speed.")
+                       "node) and either its flows on real sockets (--flows: bulk transfers and the workload "
+                       "kinds) or a command in the client's namespace (-- CMD). 'longpipe emu cleanup' removes "
+                       "what a crashed run left; 'longpipe emu --selftest' measures the emulator's accuracy and "
+                       "speed.")
     e.add_argument("scenario", nargs="?", help="scenario file (TOML or JSON), or 'cleanup'")
     e.add_argument("--flows", action="store_true", help="run the scenario's flows with real sockets")
     e.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    e.add_argument("--seed", metavar="N", help="override the scenario's seed (loss streams)")
+    e.add_argument("--seed", metavar="N", help="override the scenario's seed (loss streams, the applications' draws)")
     e.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key")
     e.add_argument("--cc", metavar="NAME", help="kernel congestion control for every flow (e.g. reno, cubic, bbr)")
     e.add_argument("--pcap", action="append", metavar="A-B[=FILE]",

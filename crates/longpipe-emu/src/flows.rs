@@ -21,6 +21,7 @@
 //! Why ~620 lines: the sockets, the threads of a run (acceptor, receiver, sender,
 //! monitor) and the mapping of what they saw onto the simulator's fields belong together.
 
+use crate::apps::Reader;
 use crate::linux::{self, FlowMap};
 use crate::sys;
 use longpipe_core::results::FlowResult;
@@ -297,8 +298,19 @@ fn receiver(
     let _ = s.set_nonblocking(false);
     let _ = s.set_read_timeout(Some(Duration::from_millis(10)));
     let mut buf = vec![0u8; 1 << 18];
+    // `app.read_rate`: a slow reader, as the applications' (apps/conn.rs)
+    let mut reader = f.read_bps.map(|bps| Reader::new(bps, tm.now()));
     while go() {
-        match s.read(&mut buf) {
+        let mut want = buf.len();
+        if let Some(r) = &mut reader {
+            r.refill(tm.now());
+            want = want.min(r.bytes() as usize);
+            if want == 0 {
+                tm.sleep_until(r.wake(), &stop);
+                continue;
+            }
+        }
+        match s.read(&mut buf[..want]) {
             Ok(0) => break,
             Ok(n) => {
                 if let Err(e) = window.settle(&s) {
@@ -312,6 +324,9 @@ fn receiver(
                     st.base = Some(st.total);
                 }
                 st.total += n as u64;
+                if let Some(r) = &mut reader {
+                    r.take(n as u64);
+                }
                 if st.completed_at.is_none() && f.app_bytes == Some(st.total) {
                     st.completed_at = Some(t);
                 }

@@ -12,11 +12,14 @@
 //! recovery), [`linux`] (scenario TCP options → socket options, routes, sysctls),
 //! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`gwnode`] (a tcp-gateway node:
 //! the real gateway daemon in its namespace), [`report`] (the simulator's
+//! [`flows`] (bulk flows on real sockets, `TCP_INFO`), [`apps`] (the workload kinds on
+//! real sockets, driven by the simulator's application state machines), [`report`] (the simulator's
 //! result fields), [`selftest`] (accuracy and speed); [`sys`] is `longpipe_sys::sys` (the system calls,
 //! the only `unsafe`, shared with the gateway daemon).
 //! The binary (`src/main.rs`) is the privileged parent and the unprivileged ferry.
 //! See docs/emulation.md.
 
+pub mod apps;
 pub mod ferry;
 pub mod flows;
 pub mod gwnode;

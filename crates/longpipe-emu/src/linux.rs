@@ -30,6 +30,9 @@ pub struct FlowMap {
     pub mss: u32,
     pub rwnd: u64,
     pub app_bytes: Option<u64>,
+    /// The application at `dst` reads at this rate, bit/s (`app.read_rate`).
+    #[serde(default)]
+    pub read_bps: Option<u64>,
     pub start_ns: u64,
     pub src_addr: [u8; 4],
     pub dst_addr: [u8; 4],
@@ -248,25 +251,11 @@ pub fn map(
     let mut iw_of: BTreeMap<(usize, usize), (u64, usize)> = BTreeMap::new();
     for f in &sc.flows {
         let p = format!("flow[{}]", f.spec_index);
-        if f.user.is_some() {
+        if f.user.is_some() && !f.app.is_workload() {
             return err(
                 f.path.clone(),
-                "user groups are simulated only (longpipe run): write [[flow]] tables",
-            );
-        }
-        if f.app.is_workload() || f.app.read_rate.is_some() {
-            return err(
-                format!("{p}.app"),
-                format!(
-                    "the emulator runs bulk transfers only (kind = {:?}{} is simulated: \
-                     longpipe run)",
-                    f.app.kind().name(),
-                    if f.app.read_rate.is_some() {
-                        ", read_rate"
-                    } else {
-                        ""
-                    }
-                ),
+                "user groups with bulk flows are simulated only (longpipe run): write [[flow]] \
+                 tables",
             );
         }
         let t = &f.tcp;
@@ -412,6 +401,7 @@ pub fn map(
             mss,
             rwnd: t.rwnd,
             app_bytes: f.app_bytes,
+            read_bps: f.app.read_rate.map(|r| r.bps()),
             start_ns: f.start.0,
             src_addr: node_addr(f.src),
             dst_addr: node_addr(f.dst),

@@ -19,7 +19,7 @@
 //! A `tcp-gateway` node's daemon (`gwnode`) is started after the set-up, before the
 //! ferry, and stopped when the flows (or the command) have ended.
 //!
-//! Why one file of ~800 lines: argument parsing and the set-up and tear-down sequence of
+//! Why one file of ~870 lines: argument parsing and the set-up and tear-down sequence of
 //! one emulation, which must run in this order in this process.
 
 use longpipe_core::scenario::{parse_json, ValidScenario};
@@ -29,7 +29,7 @@ use longpipe_emu::gwnode::{self, GwPlan};
 use longpipe_emu::linux::{self, FlowMap};
 use longpipe_emu::netns::{self, Setup};
 use longpipe_emu::tun::TunIo;
-use longpipe_emu::{report, selftest, sys};
+use longpipe_emu::{apps, report, selftest, sys};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -196,10 +196,16 @@ struct Plan {
     tuns: Vec<i32>,
     /// (port, descriptor of its capture file)
     pcaps: Vec<(usize, i32)>,
-    /// Descriptor of each flow's sending socket.
+    /// Descriptor of each bulk flow's sending socket.
     socks: Vec<i32>,
-    /// (descriptor, flows) of each listening socket.
+    /// (descriptor, bulk flows) of each listening socket.
     listeners: Vec<(i32, Vec<usize>)>,
+    /// (flow id, listener descriptor, its port) of each application flow
+    #[serde(default)]
+    apps: Vec<(usize, i32, u16)>,
+    /// The ferry's end of the socket channel (application flows), see apps/broker.rs
+    #[serde(default)]
+    broker: Option<i32>,
     mapping: Vec<FlowMap>,
     unmapped: Vec<String>,
 }
@@ -399,11 +405,35 @@ fn run_emulation(
     };
     let mut socks: Vec<OwnedFd> = Vec::new();
     let mut listeners: Vec<Listener> = Vec::new();
+    // application flows: a listener each, and a channel for the sockets they open
+    let mut app_listeners: Vec<(usize, OwnedFd, u16)> = Vec::new();
+    let mut broker: Option<(apps::Broker, OwnedFd)> = None;
     if a.flows {
         let (enter, leave) = (|u| setup.enter(u), || setup.leave());
-        listeners = flows::make_listeners(&m.flows, &enter, &leave)?;
+        // the bulk flows' listeners: their flow indices count bulk flows only, in
+        // mapping order, as the ferry's `bulk` list does
+        let bulk: Vec<FlowMap> = m
+            .flows
+            .iter()
+            .filter(|f| !apps::is_app(sc, f.id))
+            .cloned()
+            .collect();
+        listeners = flows::make_listeners(&bulk, &enter, &leave)?;
         for f in &m.flows {
+            if apps::is_app(sc, f.id) {
+                let (_, p) = apps::ends(sc, f.id);
+                setup.enter(p)?;
+                let l = apps::make_listener(sc, f);
+                setup.leave()?;
+                let (l, port) = l?;
+                app_listeners.push((f.id, l, port));
+                continue;
+            }
             socks.push(flows::make_sender(f, &enter, &leave)?);
+        }
+        if !app_listeners.is_empty() {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+            broker = Some((apps::Broker::new(sc, &m.flows, ours), theirs.into()));
         }
     }
     let mut pcap_files: Vec<(usize, OwnedFd)> = Vec::new();
@@ -427,6 +457,11 @@ fn run_emulation(
             .iter()
             .map(|l| (l.fd.as_raw_fd(), l.flows.clone()))
             .collect(),
+        apps: app_listeners
+            .iter()
+            .map(|(i, l, port)| (*i, l.as_raw_fd(), *port))
+            .collect(),
+        broker: broker.as_ref().map(|b| b.1.as_raw_fd()),
         mapping: m.flows.clone(),
         unmapped: m.unmapped.clone(),
     };
@@ -438,6 +473,8 @@ fn run_emulation(
         .chain(pcap_files.iter().map(|(_, f)| f))
         .chain(socks.iter())
         .chain(listeners.iter().map(|l| &l.fd))
+        .chain(app_listeners.iter().map(|(_, l, _)| l))
+        .chain(broker.iter().map(|b| &b.1))
         .collect();
     for fd in &passed {
         sys::set_cloexec(*fd, false)?;
@@ -457,6 +494,11 @@ fn run_emulation(
     drop(socks);
     drop(listeners);
     drop(pcap_files);
+    drop(app_listeners);
+    let mut broker = broker.map(|(b, theirs)| {
+        drop(theirs);
+        b
+    });
     let mut ctl = ferry.stdin.take().expect("piped");
     ctl.write_all(serde_json::to_string(&plan)?.as_bytes())?;
     ctl.write_all(b"\n")?;
@@ -570,7 +612,18 @@ fn run_emulation(
                 interrupted = true;
                 let _ = sys::kill(ferry.id() as i32, libc::SIGTERM);
             }
-            std::thread::sleep(Duration::from_millis(10));
+            match &mut broker {
+                // the application flows' sockets, made as they ask (apps/broker.rs); if this
+                // fails, closing our end tells the ferry (its openings fail, reported)
+                Some(b) => {
+                    if let Err(e) = b.serve(10_000_000, &|u| setup.enter(u), &|| setup.leave()) {
+                        eprintln!("error: the application flows' sockets: {e}");
+                        broker = None;
+                        setup.leave()?;
+                    }
+                }
+                None => std::thread::sleep(Duration::from_millis(10)),
+            }
         }
         for s in &mut spawned {
             stop_child(s);
@@ -713,6 +766,24 @@ fn ferry_inner() -> io::Result<()> {
             })
         })
         .collect::<io::Result<Vec<_>>>()?;
+    let app_socks = plan
+        .apps
+        .iter()
+        .map(|&(i, l, port)| Ok((i, sys::own_inherited(l)?, port)))
+        .collect::<io::Result<Vec<_>>>()?;
+    let channel = match plan.broker {
+        Some(fd) => Some(std::os::unix::net::UnixStream::from(sys::own_inherited(
+            fd,
+        )?)),
+        None => None,
+    };
+    // the bulk flows, in mapping order (their sockets' order)
+    let bulk: Vec<FlowMap> = plan
+        .mapping
+        .iter()
+        .filter(|f| !apps::is_app(&sc, f.id))
+        .cloned()
+        .collect();
     let t0 = Instant::now();
     let clock = MonoClock(t0);
     let (warmup, until) = if plan.flows {
@@ -720,18 +791,27 @@ fn ferry_inner() -> io::Result<()> {
     } else {
         (0, None)
     };
-    let running = plan.flows.then(|| {
-        flows::start(
-            &plan.mapping,
-            socks,
-            listeners,
-            flows::Times {
-                t0,
-                warmup,
-                end: sc.duration.0,
-            },
-        )
-    });
+    let times = flows::Times {
+        t0,
+        warmup,
+        end: sc.duration.0,
+    };
+    let running = plan
+        .flows
+        .then(|| flows::start(&bulk, socks, listeners, times));
+    let app_running = match (plan.flows, channel) {
+        (true, Some(ch)) => {
+            let fl = app_socks
+                .into_iter()
+                .filter_map(|(i, l, port)| {
+                    let f = plan.mapping.iter().find(|f| f.id == i)?;
+                    Some((f.clone(), l, port))
+                })
+                .collect();
+            Some(apps::start(&sc, plan.seed, fl, ch, times))
+        }
+        _ => None,
+    };
     // The parent now raises this (main, ferry) thread to SCHED_FIFO; the flow threads,
     // already started, keep the normal policy.
     write_line("ready")?;
@@ -750,15 +830,35 @@ fn ferry_inner() -> io::Result<()> {
     let realtime = ack[0] == b'R';
     let end = ferry.run(&mut io, &clock, warmup, until)?;
     let outcomes = running.map(|r| r.finish()).unwrap_or_default();
+    let app_outcomes = app_running.map(|r| r.finish()).unwrap_or_default();
     let dirs = ferry.measured(end);
-    let flows: Vec<_> = (0..outcomes.len())
-        .map(|i| flows::flow_result(&sc, i, &outcomes[i], warmup, end))
-        .collect();
-    let res = report::result(&sc, plan.seed, end, &dirs, flows, ferry.net.d.events());
+    // every flow in scenario order: bulk ones from their threads, application ones
+    // from theirs, with the records and summaries the simulator computes
+    let records = apps::records(&app_outcomes);
+    let by_flow = records.by_flow(sc.flows.len());
+    let mut flows = Vec::new();
+    for (j, o) in outcomes.iter().enumerate() {
+        flows.push(flows::flow_result(&sc, bulk[j].id, o, warmup, end));
+    }
+    for (&i, o) in &app_outcomes {
+        flows.push(apps::flow_result(&sc, i, o, &records, &by_flow, end));
+    }
+    flows.sort_by_key(|f| f.id);
+    let mut res = report::result(&sc, plan.seed, end, &dirs, flows, ferry.net.d.events());
+    if !app_outcomes.is_empty() {
+        let (users, wl) =
+            longpipe_core::sim::workload::summary(&sc, &res.flows, &records, &by_flow);
+        res.users = users;
+        res.workload = wl;
+    }
     let mut v = serde_json::to_value(&res)?;
     let st = &ferry.stats;
     let us = |x: Option<u64>| x.map(|n| n as f64 / 1000.0);
-    let errors: Vec<String> = outcomes.iter().flat_map(|o| o.errors.clone()).collect();
+    let errors: Vec<String> = outcomes
+        .iter()
+        .flat_map(|o| o.errors.clone())
+        .chain(app_outcomes.values().flat_map(|o| o.errors.clone()))
+        .collect();
     v["emu"] = serde_json::json!({
         "kernel": fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         "linux_cc": plan.mapping.iter().map(|f| f.cc.clone()).collect::<Vec<_>>(),
@@ -779,6 +879,9 @@ fn ferry_inner() -> io::Result<()> {
         },
         "errors": errors,
     });
+    if !app_outcomes.is_empty() {
+        v["emu"]["records"] = apps::records_json(&records);
+    }
     v["interrupted"] = serde_json::json!(plan.flows && end < sc.duration.0);
     for &(p, fd) in &plan.pcaps {
         let mut f = File::from(sys::own_inherited(fd)?);

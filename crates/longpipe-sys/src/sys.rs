@@ -458,3 +458,104 @@ pub fn seccomp_allow_only(allow: &[libc::c_long]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Sends `data` and, with `fd`, one descriptor (`SCM_RIGHTS`) on a Unix stream socket:
+/// how the privileged emulator hands a socket made in a node's namespace to the
+/// unprivileged process that uses it.
+pub fn send_with_fd(sock: &impl AsRawFd, data: &[u8], fd: Option<&impl AsRawFd>) -> io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // room for one int's control message, aligned as cmsghdr wants
+    let mut cbuf = [0u64; 8];
+    // SAFETY: a zeroed msghdr is valid (null pointers, zero lengths).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if let Some(fd) = fd {
+        // SAFETY: CMSG_SPACE only computes a size.
+        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space;
+        // SAFETY: msg_control points to `cbuf` (64 bytes, more than `space`), so the
+        // first header and its data lie inside it.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut RawFd, fd.as_raw_fd());
+        }
+    }
+    loop {
+        // SAFETY: `msg` points to `iov` (borrowing `data`) and `cbuf`, both alive.
+        let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Receives up to `buf.len()` bytes and the descriptor sent with them, if any (made
+/// close-on-exec). 0 bytes: the peer closed.
+pub fn recv_with_fd(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: a zeroed msghdr is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    let n = loop {
+        // SAFETY: `msg` points to `iov` (borrowing `buf`) and `cbuf`; the kernel writes
+        // at most their lengths.
+        let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    let mut fd = None;
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
+    // msg_controllen; an SCM_RIGHTS message carries ints the kernel just installed in
+    // this process, owned by nobody else.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let raw = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const RawFd);
+                fd = Some(OwnedFd::from_raw_fd(raw));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n, fd))
+}
+
+/// The local port a socket is bound to.
+pub fn local_port(fd: &impl AsRawFd) -> io::Result<u16> {
+    // SAFETY: a zeroed sockaddr_in is valid.
+    let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `sa`, and the length back.
+    check(unsafe {
+        libc::getsockname(
+            fd.as_raw_fd(),
+            &mut sa as *mut libc::sockaddr_in as *mut libc::sockaddr,
+            &mut len,
+        )
+    })?;
+    Ok(u16::from_be(sa.sin_port))
+}

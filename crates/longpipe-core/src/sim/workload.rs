@@ -72,7 +72,7 @@ pub fn user_results(
 }
 
 /// The active application of flow `f` (its `src` or `dst` end, [`crate::app::AppConfig::dst_opens`]).
-fn application(f: &FlowInfo, seed: u64) -> Box<dyn App> {
+pub fn application(f: &FlowInfo, seed: u64) -> Box<dyn App> {
     use crate::app::{arrivals, onoff, rr, stream, web};
     match &f.app.kind {
         KindConfig::Web(c) => Box::new(web::WebClient::new(c.clone(), seed, f.id)),
