@@ -515,9 +515,9 @@ mod tests {
             (o.cc.as_str(), o.port, o.relay_buffer),
             ("bbr", 7001, 64_000)
         );
+        assert_eq!(o.gateway_config().unwrap().0.window, Some(1_000_000));
         let o = parse(&args(&format!("{base} --mode split")), false).unwrap();
         assert_eq!(o.cc, "auto", "hybla if the kernel has it, else bbr");
-        assert_eq!(o.gateway_config().unwrap().0.window, Some(1_000_000));
         assert_eq!(
             e(&format!("{base} --mode split --min-rto 1s")),
             "--min-rto: only with --mode spoof"
