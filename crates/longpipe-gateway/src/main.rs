@@ -463,7 +463,7 @@ fn worker_inner() -> io::Result<()> {
             .max(1);
         eprintln!(
             "longpipe-gateway: ready: pid {} uid {} gid {} capabilities net_raw{}; mode split; uplink {}; \
-             satellite leg cc {} buffers {} B; listener {}; max conns {max_conns} (open files {nofile}); \
+             satellite leg cc {}{} buffers {} B; listener {}; max conns {max_conns} (open files {nofile}); \
              clients {clients}; metrics {addr}",
             std::process::id(),
             privs.uids[0],
@@ -471,6 +471,7 @@ fn worker_inner() -> io::Result<()> {
             if o.no_seccomp { "" } else { ", seccomp" },
             o.uplink,
             split::congestion_control(&relay),
+            split_setup::cc_note(o, &split::congestion_control(&relay)),
             cfg.window.unwrap_or(up.bdp),
             relay.local_addr()?,
         );

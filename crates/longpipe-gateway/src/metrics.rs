@@ -175,6 +175,12 @@ pub fn render(p: &PacketPath, uptime_s: f64) -> String {
         &[("", f.reset_bytes as f64)],
     );
     metric(
+        "fins_undelivered_total",
+        "counter",
+        "Connections reset or given up whose FIN the gateway had acknowledged to the server and not delivered to the client.",
+        &[("", f.fins_undelivered as f64)],
+    );
+    metric(
         "connections_reset_total",
         "counter",
         "Connections the gateway reset on both ends itself (given up, or at a stop).",

@@ -19,7 +19,7 @@ pub const USAGE: &str = "usage: longpipe-gateway run --uplink IF --rate RATE --r
            [--max-conns N] [--max-half-open N] [--half-open-per-source N] [--half-open-timeout TIME]
            [--metrics ADDR:PORT|off] [--metrics-public] [--stats-interval TIME] [--drain TIME] [--user USER]
            [--name PREFIX] [--table N] [--pref N] [--mtu N] [--dev-queue PKTS] [--no-seccomp]
-           split mode: [--cc NAME] [--port N] [--relay-buffer BYTES] (and --window, --max-conns, --abandon-timeout)
+           split mode: [--cc NAME|auto] [--port N] [--relay-buffer BYTES] (and --window, --max-conns, --abandon-timeout)
        longpipe-gateway status [--name PREFIX] [--json]
        longpipe-gateway cleanup [--name PREFIX] [--table N] [--pref N]";
 
@@ -101,7 +101,9 @@ pub struct Opts {
     /// Spoof mode: the TUN devices' queues (txqueuelen), packets: what the kernel holds
     /// for the packet loop while it is busy; beyond it the kernel drops.
     pub dev_queue: u32,
-    /// Split mode: the satellite leg's congestion control (TCP_CONGESTION).
+    /// Split mode: the satellite leg's congestion control (TCP_CONGESTION), or "auto"
+    /// (the default: hybla if the kernel has it, else bbr, else the kernel's default;
+    /// `split_setup::AUTO_CC`).
     pub cc: String,
     /// Split mode: the port of the transparent listener (127.0.0.1) TPROXY diverts to.
     pub port: u16,
@@ -136,7 +138,7 @@ impl Default for Opts {
             pref: 7450,
             mtu: 1500,
             dev_queue: DEV_QUEUE,
-            cc: "cubic".into(),
+            cc: "auto".into(),
             port: 7450,
             relay_buffer: 262_144,
             exclude_ports: vec![],
@@ -514,6 +516,8 @@ mod tests {
             ("bbr", 7001, 64_000)
         );
         assert_eq!(o.gateway_config().unwrap().0.window, Some(1_000_000));
+        let o = parse(&args(&format!("{base} --mode split")), false).unwrap();
+        assert_eq!(o.cc, "auto", "hybla if the kernel has it, else bbr");
         assert_eq!(
             e(&format!("{base} --mode split --min-rto 1s")),
             "--min-rto: only with --mode spoof"

@@ -88,6 +88,57 @@ pub fn available_cc() -> String {
         .to_string()
 }
 
+/// `--cc auto` (the default): the congestion controls tried for the satellite leg, in
+/// order; if the kernel has none of them the leg keeps the kernel's default
+/// (`net.ipv4.tcp_congestion_control`, cubic unless changed).
+/// - `hybla`: the simulated split leg's default (`node[].gateway.tcp`,
+///   docs/notes/gateway-sharing.md), made for this leg: its window grows per round trip
+///   as a 25 ms connection's would (Caini & Firrincieli, paper [001]; `tcp_hybla.c`).
+///   Many kernels build it as a module only (`CONFIG_TCP_CONG_HYBLA=m`), some not at all.
+/// - `bbr`: its growth does not depend on the round trip and it does not take a random
+///   loss for congestion (Cardwell et al. 2016; `tcp_bbr.c`), the property that matters on
+///   a long, lossy leg when Hybla is missing.
+pub const AUTO_CC: [&str; 2] = ["hybla", "bbr"];
+
+/// What the ready line adds after the satellite leg's congestion control `actual`: why
+/// it is that one when `--cc auto` chose it.
+pub fn cc_note(o: &Opts, actual: &str) -> String {
+    if o.cc != "auto" {
+        return String::new();
+    }
+    match AUTO_CC.iter().position(|&c| c == actual) {
+        Some(0) => " (--cc auto)".to_string(),
+        Some(i) => format!(
+            " (--cc auto: this kernel has no {}; {actual} next)",
+            AUTO_CC[..i].join(" nor ")
+        ),
+        None => format!(
+            " (--cc auto: this kernel has no {}; its default)",
+            AUTO_CC.join(" nor ")
+        ),
+    }
+}
+
+/// Sets the satellite leg's congestion control on the listener (`--cc`; see
+/// [`AUTO_CC`] for `auto`). An explicit name the kernel refuses is an error naming it.
+fn set_cc(s: &OwnedFd, o: &Opts) -> Result<(), String> {
+    let set =
+        |cc: &str| sys::setsockopt_bytes(s, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes());
+    if o.cc == "auto" {
+        // the first the kernel has (setting one loads its module if it can); none: its
+        // default stays
+        let _ = AUTO_CC.iter().find(|cc| set(cc).is_ok());
+        return Ok(());
+    }
+    set(&o.cc).map_err(|e| {
+        format!(
+            "--cc {:?}: the kernel refuses it ({e}; available: {})",
+            o.cc,
+            available_cc()
+        )
+    })
+}
+
 /// The transparent listener on 127.0.0.1:PORT with the satellite leg's congestion
 /// control and buffers (`window` bytes each way). Errors name the option.
 pub fn listener(o: &Opts, window: u64) -> Result<OwnedFd, String> {
@@ -96,15 +147,7 @@ pub fn listener(o: &Opts, window: u64) -> Result<OwnedFd, String> {
         .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
     sys::setsockopt_int(&s, libc::SOL_IP, IP_TRANSPARENT, 1)
         .map_err(|e| format!("IP_TRANSPARENT: {e}"))?;
-    sys::setsockopt_bytes(&s, libc::IPPROTO_TCP, libc::TCP_CONGESTION, o.cc.as_bytes()).map_err(
-        |e| {
-            format!(
-                "--cc {:?}: the kernel refuses it ({e}; available: {})",
-                o.cc,
-                available_cc()
-            )
-        },
-    )?;
+    set_cc(&s, o)?;
     let w = i32::try_from(window).unwrap_or(i32::MAX / 2);
     for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
         sys::setsockopt_int(&s, libc::SOL_SOCKET, opt, w)

@@ -1,4 +1,4 @@
-"""Reproduction of seed 002 (Hasegawa, Ano, Kato: "Performance Evaluation using Simulation of
+"""Reproduction of paper [002] (Hasegawa, Ano, Kato: "Performance Evaluation using Simulation of
 TCP over Wide Area ATM Networks"): utilization against switch buffer (figs. 3-7) and
 Tables 1-4, at cell level.
 
@@ -434,7 +434,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int |
     else:
         duration, seeds_t, seeds_u, buffers, conds, figs = FULL
     print(f"Paper: {CITATIONS['atm']}")
-    print(f"TCP over wide-area ATM (seed 002): 80 Tahoe connections, {duration} s, relay line {RELAY} of cells "
+    print(f"TCP over wide-area ATM (paper [002]): 80 Tahoe connections, {duration} s, relay line {RELAY} of cells "
           f"(payload {payload_bps() / 1e6:.2f} Mbit/s), access/input lines {ACCESS}; tables {len(seeds_t)} seed(s), "
           f"curves {len(seeds_u)} seed(s){' (quick)' if quick else ''}; each source's packets delayed 0-{JITTER} "
           f"at random (redrawn every {JITTER_TICK}) against phase lock")
@@ -507,7 +507,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/atm", jobs: int |
     paths = util_figures(out, util, note + f"mean of {len(seeds_u)} seed(s), bars: lowest to highest")
     paths.append(table_figure(out, tables, note + f"mean of {len(seeds_t)} seed(s), bars: 95 % CI"
                               + (f"; losses scaled x{scale:g} to 30 s" if scale != 1 else "")))
-    atomic_write_text(out / "report.md", "# TCP over wide-area ATM (seed 002)\n\n"
+    atomic_write_text(out / "report.md", "# TCP over wide-area ATM (paper [002])\n\n"
                       + f"Paper: {CITATIONS['atm']}.\n\n"
                       + "".join(f"```\n{t}\n```\n\n" for t in texts)
                       + "The paper's findings, checked:\n\n" + "\n".join(f"- {c}" for c in found) + "\n")

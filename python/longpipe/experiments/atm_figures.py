@@ -1,4 +1,4 @@
-"""Figures of the seed-002 reproduction (``longpipe reproduce atm``): the utilization
+"""Figures of the reproduction of paper [002] (``longpipe reproduce atm``): the utilization
 curves of the paper's figs. 3-7, each with the paper's reference where its text gives one,
 and Tables 1-4 as ours against the paper's.
 

@@ -1,4 +1,4 @@
-"""The phase lock of the seed-002 network and what breaks it (docs/notes/atm.md, "The
+"""The phase lock of paper [002]'s network and what breaks it (docs/notes/atm.md, "The
 phase lock"): :func:`desync_check` runs Table 1's network under each desynchronisation of
 :data:`atm.DESYNC` and prints what the notes quote."""
 

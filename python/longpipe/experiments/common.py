@@ -34,7 +34,7 @@ CITATIONS = {
 
 #: The TCP stack of every flow a reproduction builds, set explicitly so that a change of
 #: the simulator's default stack moves no reproduction. "classic" (RFC 5681/6582/6675/6298)
-#: is what each paper ran: seed 000 a 4.4BSD-Lite-like TCP, 001 ns-2's agents, 002 REAL's
+#: is what each paper ran: paper [000] a 4.4BSD-Lite-like TCP, [001] ns-2's agents, [002] REAL's
 #: 4.3BSD Tahoe, 003 an unmodified server TCP of its day (no Linux features), 004 NewReno and
 #: the Peach family (which the Linux profile does not implement).
 STACK = "classic"

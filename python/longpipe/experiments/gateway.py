@@ -1,4 +1,4 @@
-"""Reproduction of seed 003 (Miyake, Hasegawa, Hasegawa, Kato: "A Proposal of TCP Gateway
+"""Reproduction of paper [003] (Miyake, Hasegawa, Hasegawa, Kato: "A Proposal of TCP Gateway
 System for Satellite-based Internet Access"), Table 1.
 
 server -(100 Mbit/s, 2 ms)- gateway -(satellite: 300 ms toward the client, 50 ms
@@ -104,7 +104,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/gateway", jobs: i
     out = Path(out)
     seeds = [1, 2] if quick else [1, 2, 3, 4, 5]
     print(f"Paper: {CITATIONS['gateway']}")
-    print(f"Satellite TCP gateway (seed 003), Table 1: line {LINE}, 120 s measured, {len(seeds)} seeds"
+    print(f"Satellite TCP gateway (paper [003]), Table 1: line {LINE}, 120 s measured, {len(seeds)} seeds"
           f"{' (quick)' if quick else ''}")
     keys = [(mode, ber, s) for ber in BERS for mode in ("off", "spoof", "split") for s in seeds]
     items = [(scenario(mode != "off", ber, split=mode == "split"), s, {"gateway": mode, "ber": ber})
@@ -151,7 +151,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/gateway", jobs: i
     atomic_write_text(out / "table.csv", csv_text(rows))
     atomic_write_text(out / "client_speed.csv", csv_text(crows))
     paths = figures(out, rows)
-    atomic_write_text(out / "report.md", "# Satellite TCP gateway (seed 003), Table 1\n\n"
+    atomic_write_text(out / "report.md", "# Satellite TCP gateway (paper [003]), Table 1\n\n"
                       + f"Paper: {CITATIONS['gateway']}.\n\n```\n" + text + "\n```\n\n"
                       + "\n".join(f"- {c}" for c in checks) + "\n\n## Finite client speed\n\n"
                       + "The spoofing gateway with a client whose application reads at a fixed rate (issue 30 "

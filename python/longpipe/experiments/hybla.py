@@ -1,4 +1,4 @@
-"""Reproduction of seed 001 (Endo et al., "Analytical Model of TCP Hybla for Satellite
+"""Reproduction of paper [001] (Endo et al., "Analytical Model of TCP Hybla for Satellite
 IP Networks"): the Hybla model against simulation, figs. 4–6, and fig. 1.
 
 Setup (the paper's Table 1): packet (segment) 1000 B, receiver window Wm = 550
@@ -268,7 +268,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/hybla", jobs: int
     runner = Runner(out, jobs, executor, quiet, "hybla")
     ps, seeds = grid(quick)
     print(f"Paper: {CITATIONS['hybla']}")
-    report = ["# Hybla model vs simulation (seed 001)", "", f"Paper: {CITATIONS['hybla']}.", ""]
+    report = ["# Hybla model vs simulation (paper [001])", "", f"Paper: {CITATIONS['hybla']}.", ""]
     all_rows = {}
     for key, sack, label in VARIANTS:
         print(f"== {label}: {len(RTTS)} RTTs x {len(ps)} loss rates x {len(seeds)} seeds x 2 TCPs, "

@@ -1,4 +1,4 @@
-"""Reproduction of seed 004 (Utsumi, Zabir, Shiratori: "Towards TCP-Cherry: Implementation
+"""Reproduction of paper [004] (Utsumi, Zabir, Shiratori: "Towards TCP-Cherry: Implementation
 and Evaluation of TCP-Peach+"), fig. 5: throughput of NewReno, TCP-Peach and TCP-Peach+
 against the per-segment link error rate over a 550 ms, 10 Mbit/s satellite link; plus
 our experimental TCP-Cherry, a congestion case and the receiver's probe-ACK mechanism.
@@ -306,7 +306,7 @@ def figure5(out: Path, rows: list[dict[str, Any]]) -> Path:
     ax.set_ylabel("throughput (Mbit/s, log scale)")
     ax.set_xlim(-0.3, max(r["p"] for r in rows) * 100 + 0.3)
     n = rows[0]["seeds"]
-    ax.set_title(f"RTT 550 ms, 10 Mbit/s (cf. seed 004 fig. 5): mean and 95% CI of {n} seeds", fontsize=10)
+    ax.set_title(f"RTT 550 ms, 10 Mbit/s (cf. paper [004] fig. 5): mean and 95% CI of {n} seeds", fontsize=10)
     ax.grid(alpha=0.3, which="major")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.tight_layout()
@@ -384,7 +384,7 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/peach", jobs: int
     atomic_write_text(out / "probe_ack.json", json.dumps(probe, indent=2) + "\n")
     paths = [figure5(out, rows), congestion_figure(out, cong)]
     atomic_write_text(out / "report.md", "\n".join([
-        "# TCP-Peach and TCP-Peach+ over a satellite link (seed 004, fig. 5)", "",
+        "# TCP-Peach and TCP-Peach+ over a satellite link (paper [004], fig. 5)", "",
         f"Paper: {CITATIONS['peach']}.", "",
         PAPER_FIG5, "",
         "Setup and choices: docs/notes/peach.md.", "",

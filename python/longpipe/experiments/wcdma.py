@@ -1,4 +1,4 @@
-"""Reproduction of seed 000 (Ishikawa, Inamura, Takahashi: "A TCP profile for W-CDMA"):
+"""Reproduction of paper [000] (Ishikawa, Inamura, Takahashi: "A TCP profile for W-CDMA"):
 figs. 6-12 on examples/wcdma.toml (its comments document every choice the paper
 leaves open).
 
@@ -279,8 +279,8 @@ def main(quick: bool = False, out: str | Path = "out/reproduce/wcdma", jobs: int
     out = Path(out)
     runner = Runner(out, jobs, executor, quiet, "wcdma")
     print(f"Paper: {CITATIONS['wcdma']}")
-    print(f"W-CDMA TCP profile (seed 000) on {EXAMPLE.name}{' (quick)' if quick else ''}")
-    report = ["# W-CDMA TCP profile (seed 000)", "", f"Paper: {CITATIONS['wcdma']}.", ""]
+    print(f"W-CDMA TCP profile (paper [000]) on {EXAMPLE.name}{' (quick)' if quick else ''}")
+    report = ["# W-CDMA TCP profile (paper [000])", "", f"Paper: {CITATIONS['wcdma']}.", ""]
     results = {}
     all_paths = []
     for name, fn in (("fig6", fig6), ("fig7", fig7), ("fig8", fig8), ("figs9-12", figs9_12)):

@@ -49,6 +49,7 @@ impl<P: GwPacket> Gateway<P> {
             let c = cs.remove(k).expect("present");
             c.rsts(now, out);
             bytes += c.unsent_acked_bytes();
+            self.faults.fins_undelivered += c.fin_undelivered() as u64;
             Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, *k, &c);
         }
         self.faults.resets_sent += doomed.len() as u64;
@@ -145,6 +146,7 @@ impl<P: GwPacket> Gateway<P> {
             spoof::RstVerdict::Accept => {
                 faults.rst_accepted += 1;
                 faults.reset_bytes += c.unsent_acked_bytes();
+                faults.fins_undelivered += c.fin_undelivered() as u64;
                 if dir == Dir::ToClient {
                     // at the byte the client expects, not the one the server sent next
                     out.push(c.rst_to_client(now));

@@ -229,6 +229,9 @@ pub struct FaultCounters {
     pub reset_bytes: u64,
     /// Connections the gateway reset on both sides itself (gave up, or stopped).
     pub resets_sent: u64,
+    /// Of the connections reset (by a RST, given up, or at a stop), those whose FIN the
+    /// gateway had acknowledged to the server and not delivered to the client.
+    pub fins_undelivered: u64,
 }
 
 pub struct Gateway<P = Packet> {
@@ -655,6 +658,7 @@ impl<P: GwPacket> Gateway<P> {
                             self.faults.resets_sent += 1;
                             self.abandoned += 1;
                             self.abandoned_bytes += c.unsent_acked_bytes();
+                            self.faults.fins_undelivered += c.fin_undelivered() as u64;
                         }
                         c.armed = None; // disarmed by `due`
                         let c = cs.remove(&k).expect("present");

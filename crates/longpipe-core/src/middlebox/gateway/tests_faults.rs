@@ -101,36 +101,6 @@ impl Run {
 }
 
 #[test]
-fn a_servers_fin_retransmission_does_not_stop_the_gateway_resending_its_own() {
-    // shared mode: data, then a bare FIN; the client's copy of the FIN is lost
-    let mut r = Run::new("");
-    r.t = 10 * MS;
-    r.server(ACK, 1, 1000);
-    r.server(ACK, 1001, 1000);
-    r.server(ACK | FIN, 2001, 0);
-    assert_eq!(
-        r.to_client(0)
-            .iter()
-            .filter(|p| p.seg.flags & FIN != 0)
-            .count(),
-        1,
-        "the FIN went on once"
-    );
-    // the server, whose FIN nobody acknowledged, sends it again (its RTO is short)
-    r.at(300 * MS).server(ACK | FIN, 2001, 0);
-    // the client acknowledges the data only: the FIN was lost on the satellite
-    r.at(700 * MS).client(ACK, 2001, 0, 60_000);
-    r.at(900 * MS).server(ACK | FIN, 2001, 0);
-    r.until(10 * S);
-    let fins = r
-        .to_client(700 * MS)
-        .iter()
-        .filter(|p| p.seg.flags & FIN != 0)
-        .count();
-    assert!(fins >= 1, "the FIN is resent toward the client");
-}
-
-#[test]
 fn a_fin_the_client_trimmed_off_a_segment_is_resent_in_both_modes() {
     for extra in ["", r#""shared":false"#] {
         let mut r = Run::new(extra);
@@ -151,32 +121,120 @@ fn a_fin_the_client_trimmed_off_a_segment_is_resent_in_both_modes() {
     }
 }
 
+/// The spoofed ACKs toward the server that cover its FIN at relative `fin` (ack field
+/// `fin + 1`), sent in the client's name after `since`.
+fn fin_acks(r: &Run, since: u64, fin: u32) -> usize {
+    r.to_server(since)
+        .iter()
+        .filter(|p| p.src == CLIENT && p.seg.ack == S_ISN + fin + 1)
+        .count()
+}
+
 #[test]
-fn the_clients_ack_of_the_fin_reaches_the_server_whenever_the_server_asks_again() {
+fn the_servers_fin_is_acknowledged_in_the_clients_name_in_both_modes() {
+    // issue 25: a server whose FIN waited for the client's ACK across the satellite
+    // timed out on it; the gateway holding the FIN acknowledges it as it does data
+    for extra in ["", r#""shared":false"#] {
+        // data with the FIN
+        let mut r = Run::new(extra);
+        r.t = 10 * MS;
+        r.server(ACK | FIN, 1, 1000);
+        assert_eq!(fin_acks(&r, 10 * MS, 1001), 1, "{extra}: data+FIN at once");
+        // a bare FIN after the data
+        let mut r = Run::new(extra);
+        r.t = 10 * MS;
+        r.server(ACK, 1, 1000);
+        assert_eq!(fin_acks(&r, 10 * MS, 1001), 0, "{extra}: no FIN yet");
+        r.server(ACK | FIN, 1001, 0);
+        assert_eq!(fin_acks(&r, 10 * MS, 1001), 1, "{extra}: bare FIN at once");
+        // a FIN behind a hole: acknowledged only when the hole is filled
+        let mut r = Run::new(extra);
+        r.t = 10 * MS;
+        r.server(ACK | FIN, 1001, 1000);
+        assert_eq!(fin_acks(&r, 10 * MS, 2001), 0, "{extra}: FIN beyond a hole");
+        r.server(ACK, 1, 1000);
+        assert_eq!(fin_acks(&r, 10 * MS, 2001), 1, "{extra}: hole filled");
+        // the client's own segments carry the same acknowledgement (never below it)
+        r.at(100 * MS).client(ACK, 1001, 0, 60_000);
+        assert!(
+            r.to_server(100 * MS)
+                .iter()
+                .all(|p| p.seg.ack == S_ISN + 2002),
+            "{extra}: a client ACK below the FIN is raised to it"
+        );
+    }
+}
+
+#[test]
+fn a_fin_acknowledged_in_the_clients_name_is_resent_until_the_client_has_it() {
+    for extra in ["", r#""shared":false"#] {
+        let mut r = Run::new(extra);
+        r.t = 10 * MS;
+        r.server(ACK, 1, 1000);
+        r.server(ACK | FIN, 1001, 0);
+        // the client's copy of the FIN is lost on the satellite: the client
+        // acknowledges the data only, again and again
+        r.at(700 * MS).client(ACK, 1001, 0, 60_000);
+        r.until(10 * S);
+        let fins = r
+            .to_client(700 * MS)
+            .iter()
+            .filter(|p| p.seg.flags & FIN != 0)
+            .count();
+        assert!(fins >= 1, "{extra}: the FIN is resent toward the client");
+        assert_eq!(r.gw.conns(), 1, "{extra}: the FIN is still held");
+        r.client(ACK, 1002, 0, 60_000);
+        assert_eq!(r.gw.held_bytes(&r.key()), Some(0), "{extra}");
+    }
+}
+
+#[test]
+fn a_servers_fin_retransmission_is_answered_by_the_gateway_not_the_client() {
     let mut r = Run::new("");
     r.t = 10 * MS;
     r.server(ACK | FIN, 1, 1000);
-    r.at(700 * MS).client(ACK, 1002, 0, 60_000); // data and FIN acknowledged: passes
-    assert!(r
-        .to_server(700 * MS)
-        .iter()
-        .any(|p| p.seg.ack == S_ISN + 1002));
-    // ... and is lost on the ground: the server sends its FIN again
+    let to_client = r.to_client(0).len();
+    // the spoofed ACK was lost on the ground: the server sends its FIN again
+    r.at(300 * MS).server(ACK | FIN, 1, 1000);
+    assert_eq!(fin_acks(&r, 300 * MS, 1001), 1, "acknowledged again");
+    assert_eq!(
+        r.to_client(0).len(),
+        to_client,
+        "nothing more crosses the satellite"
+    );
+    // after the client acknowledged the FIN, likewise (and its ACK passes)
+    r.at(700 * MS).client(ACK, 1002, 0, 60_000);
+    assert!(
+        fin_acks(&r, 700 * MS, 1001) >= 1,
+        "the client's ACK of the FIN passes"
+    );
     r.at(1200 * MS).server(ACK | FIN, 1, 1000);
-    assert!(
-        r.to_client(1200 * MS)
-            .iter()
-            .any(|p| p.seg.flags & FIN != 0),
-        "the retransmitted FIN reaches the client"
+    assert_eq!(fin_acks(&r, 1200 * MS, 1001), 1);
+    assert!(r.to_client(1200 * MS).is_empty());
+}
+
+#[test]
+fn a_connection_given_up_counts_the_fin_it_acknowledged_and_never_delivered() {
+    let mut r = Run::new(r#""abandon_timeout":"30s""#);
+    r.t = 10 * MS;
+    r.server(ACK, 1, 1000);
+    r.server(ACK | FIN, 1001, 0);
+    // the client acknowledges the data, then vanishes
+    r.at(700 * MS).client(ACK, 1001, 0, 60_000);
+    r.until(40 * S);
+    assert_eq!(r.gw.conns(), 0);
+    assert_eq!((r.gw.abandoned, r.gw.abandoned_bytes), (1, 0));
+    assert_eq!(
+        r.gw.faults.fins_undelivered, 1,
+        "the FIN the server saw acknowledged"
     );
-    // the client acknowledges it again (nothing new): the server must see it
-    r.at(1800 * MS).client(ACK, 1002, 0, 60_000);
-    assert!(
-        r.to_server(1800 * MS)
-            .iter()
-            .any(|p| p.seg.ack == S_ISN + 1002 && p.src == CLIENT),
-        "the ACK of the FIN passes"
-    );
+    let rst_c: Vec<_> = r
+        .to_client(0)
+        .into_iter()
+        .filter(|p| p.seg.flags & RST != 0)
+        .collect();
+    assert_eq!(rst_c.len(), 1);
+    assert_eq!(rst_c[0].seg.seq, S_ISN + 1001, "at the client's RCV.NXT");
 }
 
 /// A connection holding 1000 B for the client (not yet acknowledged by it).

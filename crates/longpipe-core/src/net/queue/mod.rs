@@ -121,6 +121,8 @@ impl QueueSpec {
     pub fn resolve(spec: Option<&QueueSpec>, path: &str) -> Result<QueueConfig, ScenarioError> {
         let default = QueueSpec::default();
         let q = spec.unwrap_or(&default);
+        // 100 packets: ns-3's DropTailQueue default (`MaxSize` = "100p",
+        // src/network/utils/drop-tail-queue.h), docs/notes/defaults.md
         let limit = q.buffer.limit.map(|l| l.0).unwrap_or(Limit::Packets(100));
         if matches!(limit, Limit::Packets(0) | Limit::Bytes(0)) {
             return err(

@@ -111,7 +111,10 @@ impl<P: GwPacket> Conn<P> {
             sport: client_port,
             dport: server_port,
             seq: self.client.space.map_or(0, |s| s.to_wire(sent)),
-            ack: self.server.space.map_or(0, |s| s.to_wire(self.rcv_nxt)),
+            ack: self
+                .server
+                .space
+                .map_or(0, |s| s.to_wire(self.acked_to_server())),
             flags: RST | ACK,
             window: 0,
             ..Default::default()

@@ -8,8 +8,14 @@
 //! mode: a connection's promise (held data + the window it advertised) never grows past
 //! its fair share of memory or what is free.
 //!
-//! The FIN travels in sequence through the buffer and is not spoofed: the client's ACK
-//! of it, and the client's own FIN, pass to the server. Out-of-order data from the
+//! The FIN travels in sequence through the buffer and, once the gateway holds it (all
+//! data before it taken in order), is acknowledged in the client's name like the data
+//! (issue 25): a server whose FIN waited for the client's ACK across the satellite,
+//! behind the data queued for the client, timed out on it 3 times per connection (a
+//! Linux server's RTO toward the gateway is ~200 ms). The FIN is then a promise like a
+//! spoofed byte: held and resent until the client acknowledges it, and counted
+//! ([`Conn::fin_undelivered`]) if the gateway gives the connection up. The client's
+//! ACK of it, and the client's own FIN, pass to the server. Out-of-order data from the
 //! server (a loss or reordering on the terrestrial path) is kept, as a receiver keeps
 //! it, if it lies within the window already promised to the server and the buffer has
 //! room; it is answered with a duplicate spoofed ACK — with SACK blocks when both SYNs
@@ -34,9 +40,10 @@
 //!
 //! Faults (issue 26; tests in the gateway's `tests_faults.rs`, the rest in `tests.rs`):
 //! - *The FIN.* A retransmission of the server's FIN never replaces the gateway's own
-//!   copy; once the client holds everything before it, the retransmission makes the
-//!   gateway resend its copy at once (or, if the client already acknowledged the FIN,
-//!   passes it on). A client ACK that covers the FIN always reaches the server. A
+//!   copy and never goes to the client: it means the server did not see the spoofed
+//!   ACK of it, which the gateway sends again (the copy for the client is resent by the
+//!   gateway's own timer until the client acknowledges it). A client ACK that covers
+//!   the FIN always reaches the server. A
 //!   client ACK inside a held segment (a receiver keeps the part of a segment within
 //!   its window: a FIN beyond it is dropped) leaves that segment to be resent.
 //! - *RST and SYN* (RFC 5961 §3, §4). A RST from the server resets the connection only
@@ -374,6 +381,19 @@ impl<P: GwPacket> Conn<P> {
         self.rcv_nxt.saturating_sub(self.client_una)
     }
 
+    /// What the gateway has acknowledged to the server in the client's name: the data
+    /// it took in order and, once it holds it, the server's FIN.
+    fn acked_to_server(&self) -> u64 {
+        self.rcv_nxt + self.fin_seen as u64
+    }
+
+    /// The gateway acknowledged the server's FIN in the client's name and the client has
+    /// not acknowledged it: a connection given up now loses the close the server saw
+    /// done (counted beside the bytes, [`super::FaultCounters::fins_undelivered`]).
+    pub fn fin_undelivered(&self) -> bool {
+        self.fin_seen && self.client_una <= self.rcv_nxt
+    }
+
     /// Both FINs have passed and everything is delivered: the gateway can forget it.
     pub fn closed(&self) -> bool {
         self.client_fin && self.fin_acked && self.held.is_empty()
@@ -560,25 +580,19 @@ impl<P: GwPacket> Conn<P> {
     }
 
     /// A server segment carrying the FIN the gateway already holds (`fin_seen`): the
-    /// server did not see it acknowledged. If the client acknowledged the FIN already,
-    /// the retransmission goes on to it (its ACK will pass to the server); if the FIN
-    /// is the first thing the client still lacks, the gateway's copy is resent now.
-    fn fin_again(&mut self, st: &mut GatewayCounters, now: SimTime, pkt: P, out: &mut Vec<P>) {
-        if self.client_una > self.rcv_nxt {
-            out.push(pkt);
-            return;
-        }
-        let Some(s) = self.first_held() else {
-            return;
-        };
-        let has_fin = self
-            .held
-            .get(&s)
-            .is_some_and(|h| h.pkt.hdr().seg.flags & FIN != 0 && h.sent_at.is_some());
-        if has_fin && !self.lost.contains(&s) {
-            let p = self.transmit(s, st, now);
-            out.push(p);
-        }
+    /// server did not see the spoofed ACK of it (lost on the ground, or its timer was
+    /// quicker), so it is acknowledged again; the client's copy is the gateway's to
+    /// resend (its timer), and the retransmission goes nowhere.
+    fn fin_again(
+        &mut self,
+        cfg: &GatewayConfig,
+        mem: MemShare,
+        st: &mut GatewayCounters,
+        now: SimTime,
+        out: &mut Vec<P>,
+    ) {
+        st.spoofed_acks += 1;
+        out.push(self.spoof_ack(cfg, mem, now));
     }
 
     /// A client segment whose ACK covers the server's FIN: the server must see it

@@ -18,15 +18,15 @@ impl<P: GwPacket> Conn<P> {
     /// name (a real server drops a segment whose ACK is more than a window old).
     pub(super) fn rescale(&mut self, mut pkt: P) -> P {
         let (cs, ss) = (self.client_shift(), self.server_view_shift());
-        let (rcv_nxt, strip) = (self.rcv_nxt, self.strip_sack);
+        let (rcv_nxt, acked, strip) = (self.rcv_nxt, self.acked_to_server(), self.strip_sack);
         let space = self.server.space;
         let p = pkt.hdr_mut();
         p.seg.window = (((p.seg.window as u64) << cs) >> ss).min(65_535) as u16;
         let wire = p.seg.window as u64;
         if let Some(space) = space {
             let mut ack = space.to_rel(p.seg.ack, rcv_nxt);
-            if p.seg.flags & ACK != 0 && ack < rcv_nxt {
-                ack = rcv_nxt;
+            if p.seg.flags & ACK != 0 && ack < acked {
+                ack = acked;
                 p.seg.ack = space.to_wire(ack);
             }
             self.edge = self.edge.max(ack + (wire << ss));
@@ -47,11 +47,11 @@ impl<P: GwPacket> Conn<P> {
         let shift = self.server_view_shift();
         let wire = (free >> shift).min(65_535);
         self.edge = self.edge.max(self.rcv_nxt + (wire << shift));
-        let (strip, rcv_nxt) = (self.strip_sack, self.rcv_nxt);
+        let (strip, rcv_nxt, acked) = (self.strip_sack, self.rcv_nxt, self.acked_to_server());
         let space = self.server.space;
         let p = pkt.hdr_mut();
         if let Some(space) = space {
-            let ack = space.to_rel(p.seg.ack, rcv_nxt).max(rcv_nxt);
+            let ack = space.to_rel(p.seg.ack, rcv_nxt).max(acked);
             p.seg.ack = space.to_wire(ack);
             p.seg.flags |= ACK;
         }
@@ -93,7 +93,10 @@ impl<P: GwPacket> Conn<P> {
             sport: client_port,
             dport: server_port,
             seq: self.client.space.map_or(0, |s| s.to_wire(self.client_seq)),
-            ack: self.server.space.map_or(0, |s| s.to_wire(self.rcv_nxt)),
+            ack: self
+                .server
+                .space
+                .map_or(0, |s| s.to_wire(self.acked_to_server())),
             flags: ACK,
             window: wire as u16,
             ..Default::default()
@@ -214,9 +217,8 @@ impl<P: GwPacket> Conn<P> {
         let seq_len = seg.len as u64 + fin as u64;
         let len = seg.len as u64;
         if fin && self.fin_seen && seq + len == self.rcv_nxt {
-            // the FIN again (with or without its data): the server's ACK of it was lost,
-            // or the client's copy was
-            self.fin_again(st, now, pkt, out);
+            // the FIN again (with or without its data): the spoofed ACK of it was lost
+            self.fin_again(cfg, mem, st, now, out);
             return;
         }
         if seq == self.rcv_nxt && seg.len > 0 && !self.fin_seen {
@@ -242,12 +244,15 @@ impl<P: GwPacket> Conn<P> {
             let ack = self.spoof_ack(cfg, mem, now);
             out.push(ack);
         } else if seg.len == 0 && fin && seq == self.rcv_nxt {
-            // a bare FIN: forward in sequence (kept so that it is resent if lost)
+            // a bare FIN: forward in sequence (kept so that it is resent if lost),
+            // acknowledged in the client's name
             self.fin_seen = true;
             if let Some((v, _)) = seg.opts.timestamps {
                 self.stamps.recent = Some(v);
             }
             self.hold(seq, pkt, seq_len);
+            st.spoofed_acks += 1;
+            out.push(self.spoof_ack(cfg, mem, now));
         } else if seg.len > 0
             && seq > self.rcv_nxt
             && seq + len <= self.edge
