@@ -178,3 +178,37 @@ def test_import_longpipe_reaches_the_subpackages():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["load", "longpipe.models"]
+
+
+def test_sweep_plot_draws_models_from_each_points_own_inputs(tmp_path):
+    """Issue 25 item 6: model curves in sweep figures. At each point the model is
+    evaluated for the run's own RTT, loss-indication rate and MSS, capped at the slowest
+    link OF THAT POINT (the grid varies it: the base scenario's rate would be wrong)."""
+    import longpipe.sweeps
+    from longpipe.models.cli import evaluate
+    from longpipe.sweeps.plot import model_goodput
+
+    p = write(tmp_path, GEO.replace("ber = 1e-7", "ber = 1e-6"))
+    out = tmp_path / "sw"
+    cli("sweep", p, "--grid", "link[1].rate=300kbps,50Mbps", "--set", "duration=30s", "--out", out, check=True)
+    sw = longpipe.sweeps.load(out)
+    capped = []
+    for text, rate in (("300kbps", 3e5), ("50Mbps", 50e6)):
+        (row,) = [r for r in sw.rows if r["link[1].rate"] == text]
+        f = json.loads(row["result"])["flows"][0]
+        p_loss = (f["fast_recoveries"] + f["timeouts"]) / f["segments_sent"]
+        assert p_loss > 0, "the run saw losses"
+        want = evaluate("cubic", f["mean_rtt_s"], p_loss, mss=f["mss"], rate=rate)["throughput_bps"]
+        got = model_goodput("cubic", [row], sw.axes, sw.manifest["scenario"])
+        assert got == pytest.approx(want, rel=1e-12)
+        assert got <= rate
+        capped.append(got == rate)
+    assert capped == [True, False], "the slow point is link-limited: its own rate, not the base's 10 Mbit/s"
+    png = tmp_path / "m.png"
+    cli("plot", out, "--x", "link[1].rate", "--model", "cubic,pftk", "--out", png, check=True)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for args, msg in ((["--model", "cubic", "--y", "rtt"], "error: --model: models are drawn beside the goodput"),
+                      (["--model", "nosuch"], "error: --model: expected a comma-separated list")):
+        r = cli("plot", out, "--x", "link[1].rate", "--out", tmp_path / "x.png", *args)
+        assert r.returncode == 2 and r.stderr.startswith(msg) and r.stderr.count("\n") == 1, r.stderr
+        assert not (tmp_path / "x.png").exists()

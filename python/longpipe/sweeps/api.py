@@ -82,15 +82,17 @@ class Sweep:
         return pd.DataFrame(summarize(self.rows, self.axes, metrics))
 
     def plot(self, x: str, y: str = "goodput", hue: str | None = None, path: str | os.PathLike[str] | None = None,
-             where: Mapping[str, Any] | None = None, logy: bool = False) -> Path:
-        """Writes a PNG of metric ``y`` against grid key ``x`` (mean, 95 % CI)."""
+             where: Mapping[str, Any] | None = None, logy: bool = False, models: Sequence[str] = ()) -> Path:
+        """Writes a PNG of metric ``y`` against grid key ``x`` (mean, 95 % CI); ``models``
+        (``longpipe model``'s names) drawn beside the goodput."""
         from .plot import plot_sweep
 
         if path is None:
             if self.out is None:
                 raise ScenarioError(None, "path", "give a file name (this sweep has no output directory)")
             path = self.out / default_plot_name(x, y, hue)
-        return plot_sweep(self.rows, self.axes, path, x=x, y=y, hue=hue, where=where, title=self.name, logy=logy)
+        return plot_sweep(self.rows, self.axes, path, x=x, y=y, hue=hue, where=where, title=self.name, logy=logy,
+                          models=models, base=self.manifest.get("scenario", {}))
 
 
 def default_plot_name(x: str, y: str, hue: str | None) -> str:

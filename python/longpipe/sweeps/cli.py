@@ -76,6 +76,9 @@ def register(sub: Any) -> None:
     p.add_argument("--hue", metavar="KEY", help="grid key drawn as one line per value, e.g. flow.tcp")
     p.add_argument("--where", action="append", metavar="KEY=VALUE", help="keep only runs with this grid value")
     p.add_argument("--logy", action="store_true", help="logarithmic y axis")
+    p.add_argument("--model", metavar="NAMES", help="with --y goodput: analytical goodput beside each point "
+                   "(longpipe model's names, e.g. cubic,bbr,pftk), summed over each run's flows for their own RTT, "
+                   "loss rate and MSS, capped at the slowest link")
     p.add_argument("--out", metavar="PNG", help="output file (default: DIR/Y-vs-X.png)")
     p.set_defaults(func=cmd_plot)
 
@@ -240,12 +243,18 @@ def parse_where(items: list[str] | None) -> dict[str, Any]:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from .._io import check_output_file
+    from ..options import UsageError
+    from ..plots import parse_models
     from .api import default_plot_name, load
 
+    try:
+        models = parse_models(args.model)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     path = Path(args.out) if args.out else Path(args.dir) / default_plot_name(args.x, args.y, args.hue)
     check_output_file(path, "--out")
     sw = load(args.dir)
-    p = sw.plot(args.x, args.y, args.hue, path, where=parse_where(args.where), logy=args.logy)
+    p = sw.plot(args.x, args.y, args.hue, path, where=parse_where(args.where), logy=args.logy, models=models)
     print(f"wrote {p}")
     return 0
 

@@ -41,20 +41,63 @@ def _log_axis(axis: Axis, nums: Sequence[float]) -> bool:
     return len(pos) == len(nums) and len(nums) > 2 and max(pos) / min(pos) >= 100
 
 
+def _point_scenario(row: Mapping[str, Any], axes: Sequence[Axis], base: Mapping[str, Any]) -> dict[str, Any]:
+    """The scenario a stored run ran: the sweep's base with the run's grid values."""
+    from .grid import apply_point
+
+    point = []
+    for a in axes:
+        for v in a.values:
+            if _param_type(v)[1] == row.get(a.key):
+                point.append((a.key, v))
+                break
+    return apply_point(base, point, None)
+
+
+def model_goodput(name: str, pts: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
+                  base: Mapping[str, Any]) -> float | None:
+    """A model's aggregate goodput (bit/s) at a grid point: for each stored run, the sum
+    over its flows of the model's throughput for that flow's own mean RTT, loss-indication
+    rate and MSS (``plots.model_line``, as ``compare --model`` draws it), capped at the
+    slowest link's rate; the mean over the point's runs. None when the model is not
+    defined for some flow (no loss, no RTT sample)."""
+    import json
+    from types import SimpleNamespace
+
+    from ..plots import _RATES, model_line, parse_quantity
+
+    totals = []
+    for r in pts:
+        res = SimpleNamespace(data=json.loads(r["result"]))
+        sc = _point_scenario(r, axes, base)
+        flows = res.data.get("flows", [])
+        ys = [model_line(name, res, i, sc)[0] for i in range(len(flows))]
+        if not flows or any(y is None for y in ys):
+            return None
+        total = sum(y for y in ys if y is not None)
+        rates = [q for q in (parse_quantity(lk.get("rate"), _RATES) for lk in sc.get("link", [])
+                             if isinstance(lk, dict)) if q]
+        totals.append(min(total, min(rates)) if rates else total)
+    return sum(totals) / len(totals) if totals else None
+
+
 def plot_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], path: str | os.PathLike[str], *, x: str,
                y: str = "goodput", hue: str | None = None, where: Mapping[str, Any] | None = None,
-               title: str | None = None, logy: bool = False) -> Path:
+               title: str | None = None, logy: bool = False, models: Sequence[str] = (),
+               base: Mapping[str, Any] | None = None) -> Path:
     """Writes a PNG of metric ``y`` against grid key ``x``; returns its path."""
     from .._io import save_figure
 
-    fig = figure(rows, axes, x=x, y=y, hue=hue, where=where, title=title, logy=logy)
+    fig = figure(rows, axes, x=x, y=y, hue=hue, where=where, title=title, logy=logy, models=models, base=base)
     return save_figure(fig, path, dpi=110)
 
 
 def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y: str = "goodput",
            hue: str | None = None, where: Mapping[str, Any] | None = None, title: str | None = None,
-           logy: bool = False) -> Any:
-    """The matplotlib Figure of :func:`plot_sweep`."""
+           logy: bool = False, models: Sequence[str] = (), base: Mapping[str, Any] | None = None) -> Any:
+    """The matplotlib Figure of :func:`plot_sweep`. ``models`` (``longpipe model``'s
+    names, goodput only): each model's :func:`model_goodput` at every point, dashed in
+    the colour of its line; ``base`` is the sweep's scenario (its links' rates)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -65,6 +108,8 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
     if hue == x:
         raise ScenarioError(None, "--hue", "must differ from --x")
     m = metric(y)
+    if models and (m.name != "goodput_bps" or base is None):
+        raise ScenarioError(None, "--model", "models are drawn beside the goodput (--y goodput) only")
     sel = list(rows)
     fixed: dict[str, Any] = {}
     for k, v in (where or {}).items():
@@ -108,6 +153,7 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
             px: list[float] = []
             py: list[float] = []
             pe: list[float] = []
+            mod: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in models}
             for xi, xv in enumerate(xs):
                 pts = [r for r in hsel if r.get(x) == _param_type(xv)[1]]
                 ys = [v for v in values(pts, m) if v is not None]
@@ -118,6 +164,11 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
                     px.append(num[0][xi])
                 else:  # categorical: dodge the hues so the intervals do not overlap
                     px.append(xi + (j - (n_h - 1) / 2) * 0.8 / max(n_h, 1) * (1 if n_h > 1 else 0))
+                for name in models:
+                    g = model_goodput(name, pts, axes, base or {})
+                    if g is not None:
+                        mod[name][0].append(px[-1])
+                        mod[name][1].append(g * m.scale)
                 py.append(mean * m.scale)
                 pe.append(0.0 if math.isnan(ci) else ci * m.scale)
             label = None if hv is None else display_value(hv)
@@ -127,7 +178,16 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
                 hi = [a + e for a, e in zip(py, pe)]
                 ax.fill_between(px, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
             else:
-                ax.errorbar(px, py, yerr=pe, marker="o", ms=5, capsize=4, lw=1.5, ls="none", label=label)
+                line = ax.errorbar(px, py, yerr=pe, marker="o", ms=5, capsize=4, lw=1.5, ls="none",
+                                   label=label).lines[0]
+            for mi, (name, (mx, my)) in enumerate(mod.items()):
+                style = ("--", ":", "-.")[mi % 3]
+                ml = f"{name} model" + (f" ({label})" if label else "")
+                if num:
+                    ax.plot(mx, my, ls=style, lw=1.2, color=line.get_color(), label=ml)
+                else:
+                    ax.plot(mx, my, ls="none", marker="_x+"[mi % 3], ms=12, mew=1.5, color=line.get_color(),
+                            label=ml)
         if num:
             if _log_axis(xa, num[0]):
                 ax.set_xscale("log")
@@ -146,13 +206,15 @@ def figure(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis], *, x: str, y
         ax.grid(alpha=0.12, which="minor")
         if facet:
             ax.set_title(", ".join(f"{a.key} = {display_value(v)}" for a, v in zip(facet_axes, facet)), fontsize=9)
-        if hue:
+        if hue or models:
             ax.legend(title=hue, fontsize=8, title_fontsize=8)
     if len(seeds) > 1:
         fig.text(0.995, 0.005, "shaded: 95 % confidence interval of the mean (Student t)", ha="right", va="bottom",
                  fontsize=7, color="0.4")
     ci_note = f"mean and 95 % CI over {len(seeds)} seeds" if len(seeds) > 1 else f"seed {seeds[0]}"
     extra = "".join(f", {k} = {display_value(v)}" for k, v in fixed.items())
+    if models:
+        extra += ")\n(models: each run's own RTT, loss-indication rate, MSS and slowest link"
     fig.suptitle(f"{title or 'sweep'}: {m.label} vs {x}\n({ci_note}{extra})", fontsize=11)
     fig.tight_layout()
     return fig
