@@ -33,6 +33,10 @@
 //! instant, a transmission that ends is finished (and the next one started) before a
 //! unit arriving at that instant is offered to the queue*. The other disciplines (their
 //! decisions depend on the state at dequeue) and scheduled directions keep the timer.
+//!
+//! Why one file of ~620 lines: about half is the unit tests of the stages' shared path
+//! (admission, the host's socket side, the counters); the two other transmitters live
+//! in their own files.
 
 use super::loss::{LossModel, LossState};
 use super::queue::{Queue, QueueConfig};
