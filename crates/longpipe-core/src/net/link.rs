@@ -25,6 +25,18 @@
 //! A direction with a schedule (`[[link.schedule]]`, a trace-driven rate) has one more
 //! stage, which changes the others' parameters over time and takes the link down
 //! ([`link_sched.rs`](sched)); a direction without one never runs its code.
+//!
+//! A fixed direction with a drop-tail queue runs without a transmitter timer
+//! ([`link_fifo.rs`](fifo)): a unit's transmission start and end are computed when it
+//! is admitted, and its delivery (and its tap copy) emitted at once: one event per hop
+//! instead of two. Its results are those of the timer path under one tie rule: *at one
+//! instant, a transmission that ends is finished (and the next one started) before a
+//! unit arriving at that instant is offered to the queue*. The other disciplines (their
+//! decisions depend on the state at dequeue) and scheduled directions keep the timer.
+//!
+//! Why one file of ~620 lines: about half is the unit tests of the stages' shared path
+//! (admission, the host's socket side, the counters); the two other transmitters live
+//! in their own files.
 
 use super::loss::{LossModel, LossState};
 use super::queue::{Queue, QueueConfig};
@@ -37,6 +49,8 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+#[path = "link_fifo.rs"]
+mod fifo;
 #[path = "link_sched.rs"]
 mod sched;
 
@@ -196,11 +210,18 @@ pub struct LinkDirection<U> {
     sched: Option<Box<sched::Sched<U>>>,
     /// The sending host's socket side; None on a router's or an emulated direction.
     host: Option<Box<HostIf<U>>>,
+    /// The timer-less transmitter of a fixed drop-tail direction (then `queue` and
+    /// `in_tx` stay empty); None on the timer path.
+    fifo: Option<fifo::Fifo>,
 }
 
 impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     /// A link direction; `queue_rng` is its queue discipline's own random stream.
     pub fn new(cfg: &LinkDirConfig, loss: LossState, queue_rng: RngStream) -> Self {
+        let fifo = cfg
+            .queue
+            .is_droptail()
+            .then(|| fifo::Fifo::new(cfg.queue.admission));
         LinkDirection {
             rate: cfg.rate,
             delay: cfg.delay,
@@ -211,7 +232,15 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             c: LinkCounters::default(),
             sched: None,
             host: None,
+            fifo,
         }
+    }
+
+    /// The same direction on the transmitter-timer path (tests compare the two paths).
+    #[cfg(test)]
+    pub(crate) fn with_timer(mut self) -> Self {
+        self.fifo = None;
+        self
     }
 
     /// Makes the direction the interface of the host with address `addr`: its own
@@ -293,9 +322,13 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         self.in_tx = Some((unit, now, done));
     }
 
-    /// Units waiting (not counting the one in transmission).
+    /// Units waiting (not counting the one in transmission), as of the last event the
+    /// direction saw.
     pub fn queue_len(&self) -> usize {
-        self.queue.len()
+        match &self.fifo {
+            Some(f) => f.waiting(),
+            None => self.queue.len(),
+        }
     }
 }
 
@@ -305,6 +338,9 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
     fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
         if self.sched.is_some() {
             return self.handle_sched(now, unit, out);
+        }
+        if self.fifo.is_some() {
+            return self.handle_fifo(now, unit, out);
         }
         if self.in_tx.is_none() {
             debug_assert!(self.queue.is_empty());
@@ -318,12 +354,18 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
         if let Some(s) = &self.sched {
             return self.poll_sched(s);
         }
+        if let Some(f) = &self.fifo {
+            return self.poll_fifo(f);
+        }
         self.in_tx.as_ref().map(|t| t.2)
     }
 
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
         if self.sched.is_some() {
             return self.timeout_sched(now, out);
+        }
+        if self.fifo.is_some() {
+            return self.advance_fifo(now, out);
         }
         if self.in_tx.as_ref().is_none_or(|t| t.2 > now) {
             return;
@@ -349,6 +391,9 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
 
     fn metrics(&self, now: SimTime) -> LinkCounters {
         let mut c = self.c.clone();
+        if let Some(f) = &self.fifo {
+            f.unhappened(now, &mut c);
+        }
         if let Some((_, started, _)) = &self.in_tx {
             c.busy_ns += now.saturating_sub(*started).as_nanos();
         }
@@ -385,11 +430,13 @@ mod tests {
             loss: loss.clone(),
             sched: None,
         };
+        // the timer path (the timer-less one is compared against it in link_fifo.rs)
         LinkDirection::new(
             &cfg,
             LossState::new(loss, RngStream::new(1, "t")),
             RngStream::new(1, "q"),
         )
+        .with_timer()
     }
 
     fn at(e: &Emit<F>) -> (SimTime, PortId, u32) {
@@ -486,7 +533,8 @@ mod tests {
             &cfg,
             LossState::new(LossModel::None, RngStream::new(1, "t")),
             RngStream::new(1, "q"),
-        );
+        )
+        .with_timer();
         l.hold_local([7; 4]);
         let mut out = vec![];
         // 0 in transmission, 1 and 2 queued, 3..6 local wait, 100 forwarded is dropped

@@ -77,6 +77,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             return self;
         }
         self.c.drops_outage = super::OptCount::new(Some(0));
+        self.fifo = None; // a changing rate and outages need the transmitter's timer
         self.sched = Some(Box::new(Sched {
             tl: Timeline::new(s, seed),
             up: true,
