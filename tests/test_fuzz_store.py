@@ -2,17 +2,19 @@
 fuzzed from Python: pyarrow's Parquet reader, our checks and everything that consumes
 a store's rows). Issue 29.
 
-From a real store (two grid points, two seeds), each case damages one run file (bit
-flips, truncation, random bytes spliced in, zeroed ranges, another run's bytes, files
-pyarrow writes with other columns and types) or sweep.json (values at any path swapped
-for hostile ones, keys removed or added, text-level edits), then
+From a real store (two grid points, two seeds: one part of four rows), each case damages
+the part (bit flips, truncation, random bytes spliced in, zeroed ranges, another part's
+bytes, files pyarrow writes with other columns and types), the journal of a killed sweep
+(the same damage to its lines) or sweep.json (values at any path swapped for hostile
+ones, keys removed or added, text-level edits), then
 
-* ``read_run_file`` returns a row that satisfies every documented invariant, or raises
-  ``RunFileError``; ``Store.read_manifest`` returns a checked manifest or raises
-  ``ScenarioError``; nothing else, never a hang;
+* ``read_part`` returns rows that satisfy every documented invariant, or raises
+  ``RunFileError``; ``read_journal`` returns such rows and at most one error;
+  ``Store.read_manifest`` returns a checked manifest or raises ``ScenarioError``;
+  nothing else, never a hang;
 * ``longpipe summary``, ``plot`` and ``report`` on the damaged store exit 0, or 2 with
   one line on stderr; never a traceback, never a hang;
-* a resumed ``sweep`` replaces a damaged run file with the original bytes.
+* a resumed ``sweep`` replaces a damaged part with the original bytes.
 
 `make test` runs LONGPIPE_HYPOTHESIS_STORE_EXAMPLES cases per test (default 150,
 derandomized: each case reads a store through the CLI, about half a second); `make fuzz`
@@ -38,7 +40,16 @@ from hypothesis import strategies as st
 
 from longpipe import cli
 from longpipe.api import ScenarioError
-from longpipe.sweeps.store import METRICS, RunFileError, Store, read_run_file, run_id
+from longpipe.sweeps.store import (
+    METRICS,
+    RunFileError,
+    Store,
+    journal_line,
+    part_bytes,
+    read_journal,
+    read_part,
+    run_id,
+)
 from test_fuzz_cli import TINY as SCENARIO
 from test_fuzz_cli import leaves
 
@@ -164,11 +175,11 @@ def _other_table(draw, rid):
     return buf.getvalue()
 
 
-def check_row(row, rid):
-    """The invariants of a row read_run_file returns."""
-    assert row["run_id"] == rid
+def check_row(row, rid=None):
+    """The invariants of a row read_part or read_journal returns."""
+    assert rid is None or row["run_id"] == rid
     assert isinstance(row["seed"], int) and 0 <= row["seed"] < 2**64
-    assert run_id(row["scenario_hash"], row["seed"]) == rid
+    assert run_id(row["scenario_hash"], row["seed"]) == row["run_id"]
     assert isinstance(row["result"], str)
     for m, t, _ in METRICS:
         v = row[m]
@@ -177,29 +188,33 @@ def check_row(row, rid):
 
 @SETTINGS
 @given(data=st.data())
-def test_damaged_run_files(seed_store, data):
+def test_damaged_parts(seed_store, data):
     store, scenario = seed_store
-    files = sorted((store / "runs").glob("*.parquet"))
+    (part,) = (store / "runs").glob("part-*.parquet")
     with tempfile.TemporaryDirectory() as td:
         d = Path(td) / "store"
         shutil.copytree(store, d)
-        victim = d / "runs" / files[0].name
-        good, other = files[0].read_bytes(), files[1].read_bytes()
+        victim = d / "runs" / part.name
+        good = part.read_bytes()
+        other = part_bytes(Store(store).read()[1:])  # another part: three of the runs
         if data.draw(st.integers(0, 3)) == 0:
-            raw = _other_table(data.draw, victim.stem)
-            COUNTS["run file: other tables"] = COUNTS.get("run file: other tables", 0) + 1
+            raw = _other_table(data.draw, Store(store).read()[0]["run_id"])
+            COUNTS["part: other tables"] = COUNTS.get("part: other tables", 0) + 1
         else:
             raw = data.draw(damaged_bytes(good, other))
-            COUNTS["run file: damaged bytes"] = COUNTS.get("run file: damaged bytes", 0) + 1
+            COUNTS["part: damaged bytes"] = COUNTS.get("part: damaged bytes", 0) + 1
         victim.write_bytes(raw)
-        with guard("read_run_file"):
+        with guard("read_part"):
             try:
-                row = read_run_file(victim)
+                rows = read_part(victim)
             except RunFileError as e:
                 assert "\n" not in str(e) and str(e)
-                row = None
-        if row is not None:
-            check_row(row, victim.stem)
+                rows = None
+        if rows is not None:
+            assert rows and [r["run_id"] for r in rows] == sorted({r["run_id"] for r in rows})
+            for row in rows:
+                check_row(row)
+        row = rows
         argv = data.draw(st.sampled_from([["summary", d], ["summary", d, "--json", "--metric", "flows[0].timeouts"],
                                           ["plot", d, "--x", "flow.tcp", "--out", Path(td) / "p.png"]]))
         one_line_or_ok(*run_cli(argv), argv)
@@ -208,6 +223,37 @@ def test_damaged_run_files(seed_store, data):
                                   "--quiet", "--jobs", "1"])
             assert rc == 0, err
             assert victim.read_bytes() == good
+
+
+@SETTINGS
+@given(data=st.data())
+def test_damaged_journals(seed_store, data):
+    """The store's runs as a killed sweep's journal, damaged; its intact records are read,
+    a damaged one is one line naming the journal."""
+    store, _ = seed_store
+    rows = Store(store).read()
+    with tempfile.TemporaryDirectory() as td:
+        d = Path(td) / "store"
+        shutil.copytree(store, d)
+        for p in (d / "runs").iterdir():
+            p.unlink()
+        good = b"".join(journal_line(r) for r in rows)
+        other = b"".join(journal_line(r) for r in rows[::-1])
+        victim = d / "runs" / "_journal-pid999999999-0.jsonl"  # above any pid_max: never alive
+        victim.write_bytes(data.draw(damaged_bytes(good, other)))
+        COUNTS["journal: damaged bytes"] = COUNTS.get("journal: damaged bytes", 0) + 1
+        with guard("read_journal"):
+            try:
+                got, err = read_journal(victim)
+            except RunFileError as e:
+                got, err = [], e
+        assert err is None or ("\n" not in str(err) and str(err))
+        for row in got:
+            check_row(row)
+            assert row in rows, "an intact record is a run that was written"
+        argv = data.draw(st.sampled_from([["summary", d], ["summary", d, "--json", "--metric", "flows[0].timeouts"],
+                                          ["report", d, "--out", Path(td) / "r.html"]]))
+        one_line_or_ok(*run_cli(argv), argv)
 
 
 # --- sweep.json ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 import longpipe
 from conftest import cli
 from longpipe import ScenarioError
+from longpipe.sweeps.store import Store, part_bytes
 from test_hostile import GOOD, bad, snapshot, write
 
 TINY = GOOD.replace('duration = "2s"', 'duration = "1s"')
@@ -78,13 +79,14 @@ def test_run_seeds_into_its_own_store_adds_seeds(tmp_path, tiny):
     cli("run", tiny, "--seeds", "2", "--out", d, "--quiet", check=True)
     cli("run", tiny, "--seeds", "3..4", "--out", d, "--quiet", check=True)
     assert json.loads((d / "sweep.json").read_text())["seeds"] == [1, 2, 3, 4]
-    assert len(list((d / "runs").glob("*.parquet"))) == 4
+    assert len(Store(d).read()) == 4
 
 
 # --- item 5: damaged stores ------------------------------------------------------------------
 
 def _damage(store: Path, how: str) -> Path:
-    victim = sorted((store / "runs").glob("*.parquet"))[0]
+    """Damages the store's part (its four runs) the way ``how`` says."""
+    (victim,) = (store / "runs").glob("part-*.parquet")
     good = victim.read_bytes()
     if how == "empty":
         victim.write_bytes(b"")
@@ -97,9 +99,8 @@ def _damage(store: Path, how: str) -> Path:
         import pyarrow.parquet as pq
 
         pq.write_table(pa.table({"run_id": [victim.stem], "goodput_bps": ["fast"]}), victim)
-    elif how == "another run":
-        other = sorted((store / "runs").glob("*.parquet"))[1]
-        victim.write_bytes(other.read_bytes())
+    elif how == "another part":  # a part longpipe would write, of other runs than its name says
+        victim.write_bytes(part_bytes(Store(store).read()[1:]))
     elif how == "directory":
         victim.unlink()
         victim.mkdir()
@@ -112,7 +113,7 @@ def _damage(store: Path, how: str) -> Path:
     return victim
 
 
-REPLACEABLE = ["empty", "truncated", "garbage", "other columns", "another run"]
+REPLACEABLE = ["empty", "truncated", "garbage", "other columns", "another part"]
 FOREIGN = ["directory", "FIFO", "symlink loop"]
 
 
@@ -131,8 +132,9 @@ def test_resume_runs_damaged_files_again(tmp_path, tiny, store, how):
     victim = _damage(store, how)
     r = cli("sweep", tiny, "--grid", "flow.tcp=newreno,hybla", "--seeds", "2", "--out", store)
     assert r.returncode == 0, r.stderr
-    assert "1 stored run(s) were unreadable" in r.stderr
+    assert "1 store file(s) were unreadable" in r.stderr
     assert victim.read_bytes() == (ref / "runs" / victim.name).read_bytes()
+    assert sorted(p.name for p in (store / "runs").iterdir()) == [victim.name]
     assert cli("summary", store, "--json", check=True).stdout == cli("summary", ref, "--json", check=True).stdout
 
 
@@ -143,6 +145,61 @@ def test_resume_refuses_what_it_cannot_replace(tmp_path, tiny, store, how):
     bad(cli("sweep", tiny, "--grid", "flow.tcp=newreno,hybla", "--seeds", "2", "--out", store), str(victim),
         "remove it")
     assert snapshot(store) == before
+
+
+def _journal_of(store: Path) -> tuple[Path, list[bytes]]:
+    """The store's runs as the journal of a sweep that was killed (its process gone)
+    before it folded them into a part: one record a line."""
+    from longpipe.sweeps.store import journal_line
+
+    rows = Store(store).read()
+    (part,) = (store / "runs").glob("part-*.parquet")
+    part.unlink()
+    j = store / "runs" / "_journal-pid999999999-0.jsonl"  # above any pid_max: never alive
+    lines = [journal_line(r) for r in rows]
+    j.write_bytes(b"".join(lines))
+    return j, lines
+
+
+def test_a_killed_sweeps_journal_is_read_and_folded(tmp_path, tiny, store):
+    ref = tmp_path / "ref"
+    shutil.copytree(store, ref)
+    _journal_of(store)
+    assert cli("summary", store, "--json", check=True).stdout == cli("summary", ref, "--json", check=True).stdout
+    assert longpipe.sweeps.load(store).rows == longpipe.sweeps.load(ref).rows
+    r = cli("sweep", tiny, "--grid", "flow.tcp=newreno,hybla", "--seeds", "2", "--out", store, check=True)
+    assert "0 run now, 4 already" in r.stderr
+    assert files(store / "runs") == files(ref / "runs"), "the journal is folded into the same part"
+
+
+@pytest.mark.parametrize("how", ["bit flip", "not a record", "wrong run id", "cut short"])
+def test_damaged_journal_records(tmp_path, tiny, store, how):
+    """A damaged record: one line naming the journal; a resumed sweep runs that run
+    again and folds the rest. A record cut short (no line break: a crash while it was
+    written) is no record yet: readers skip it, the resumed sweep runs it."""
+    ref = tmp_path / "ref"
+    shutil.copytree(store, ref)
+    j, lines = _journal_of(store)
+    if how == "bit flip":
+        lines[1] = lines[1][:40] + bytes([lines[1][40] ^ 4]) + lines[1][41:]
+    elif how == "not a record":
+        lines[1] = b"{}\n"
+    elif how == "wrong run id":
+        import hashlib
+
+        payload = lines[1][17:-1].replace(b'"seed":2', b'"seed":3').replace(b'"seed":1', b'"seed":3')
+        lines[1] = hashlib.sha256(payload).hexdigest()[:16].encode() + b" " + payload + b"\n"
+    else:
+        lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    j.write_bytes(b"".join(lines))
+    if how == "cut short":
+        assert len(longpipe.sweeps.load(store).rows) == 3
+    else:
+        for cmd in (["summary", store], ["plot", store, "--x", "flow.tcp"], ["report", store]):
+            bad(lp(*cmd, timeout=120), str(j), "line 2")
+    r = cli("sweep", tiny, "--grid", "flow.tcp=newreno,hybla", "--seeds", "2", "--out", store, check=True)
+    assert "1 run now, 3 already" in r.stderr
+    assert files(store / "runs") == files(ref / "runs")
 
 
 MANIFESTS = {
@@ -214,8 +271,10 @@ def test_concurrent_sweeps_keep_every_grid_value(tmp_path, tiny):
             assert p.returncode == 0, err
         man = json.loads((d / "sweep.json").read_text())
         assert sorted(man["axes"][0]["values"]) == ["cubic", "hybla", "newreno", "reno"]
-        assert len(list((d / "runs").glob("*.parquet"))) == 4
+        assert len(Store(d).read()) == 4
         assert not list((d / "runs").glob(".*.tmp"))
+        (only,) = (d / "runs").iterdir()
+        assert only.name.startswith("part-"), "every journal is folded in"
 
 
 # --- items 7, 8, 18: seeds and grids beyond any sense -------------------------------------------
@@ -302,7 +361,7 @@ def test_documented_log_range_with_units_runs(tmp_path, tiny):
     axes = json.loads((d / "sweep.json").read_text())["axes"]
     assert axes[0]["values"] == ["10ms", "21.867241ms", "47.817625ms", "104.563955ms", "228.652526ms", "500ms"]
     assert axes[1]["values"] == ["1Mbps", "2.154435Mbps", "4.641589Mbps", "10Mbps"]
-    assert len(list((d / "runs").glob("*.parquet"))) == 24
+    assert len(Store(d).read()) == 24
 
 
 def test_range_values_that_round_together_are_given_once():

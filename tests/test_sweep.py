@@ -43,8 +43,8 @@ def tiny(tmp_path):
 
 
 def store_bytes(d: Path) -> dict[str, bytes]:
-    """Every Parquet file of a store (name -> bytes) plus the manifest."""
-    out = {p.name: p.read_bytes() for p in sorted((d / "runs").glob("*.parquet"))}
+    """Every file of a store's runs/ (name -> bytes) plus the manifest."""
+    out = {p.name: p.read_bytes() for p in sorted((d / "runs").iterdir())}
     out["sweep.json"] = (d / "sweep.json").read_bytes()
     return out
 
@@ -119,9 +119,10 @@ def test_sweep_store_rows_and_resume(tmp_path, tiny):
     sw = longpipe.sweep(tiny, {"flow.tcp": ["newreno", "hybla"], "link[0].loss.p": "1e-3..1e-2:log:2"}, seeds=3,
                         out=out, jobs=1)
     assert len(sw.rows) == 12 and sw.outcome.new == 12
-    files = sorted((out / "runs").glob("*.parquet"))
-    assert len(files) == 12
+    files = sorted((out / "runs").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("part-"), "the journal is folded into one part"
     t = pq.read_table(files[0])
+    assert t.num_rows == 12 and t.column("run_id").to_pylist() == sorted(r["run_id"] for r in sw.rows)
     cols = t.column_names
     assert cols[:4] == ["run_id", "scenario_hash", "longpipe_version", "seed"]
     assert cols[4:6] == ["flow.tcp", "link[0].loss.p"] and cols[-1] == "result"
@@ -140,13 +141,42 @@ def test_sweep_store_rows_and_resume(tmp_path, tiny):
     assert again.outcome.new == 0 and again.outcome.reused == 12 and again.rows == sw.rows
     more = longpipe.sweep(tiny, {"flow.tcp": ["newreno", "hybla"], "link[0].loss.p": "1e-3..1e-2:log:2"}, seeds=4,
                           out=out, jobs=1)
-    assert more.outcome.new == 4 and len(list((out / "runs").glob("*.parquet"))) == 16
+    assert more.outcome.new == 4 and len(pq.read_table(out / "runs").column("run_id")) == 16
     assert json.loads((out / "sweep.json").read_text())["seeds"] == [1, 2, 3, 4]
     loaded = longpipe.sweeps.load(out)
     assert len(loaded.rows) == 16
     # another scenario in the same store is refused
     with pytest.raises(longpipe.ScenarioError, match="another scenario"):
         longpipe.sweep(tiny, {"flow.tcp": ["newreno"]}, seeds=1, out=out, overrides={"duration": "3s"})
+
+
+def test_a_format_1_store_is_read_and_extended(tmp_path):
+    """A store of the previous format (one Parquet file a run: tests/data/store-format1,
+    written by longpipe before the journal) reads as it did, and a sweep adds its new
+    runs in a part beside those files, which it leaves as they are."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    import longpipe
+
+    d = tmp_path / "old"
+    shutil.copytree(Path(__file__).parent / "data" / "store-format1", d)
+    old = {p.name: p.read_bytes() for p in sorted((d / "runs").iterdir())}
+    assert len(old) == 4 and json.loads((d / "sweep.json").read_text())["format"] == 1
+    direct = sorted((pq.read_table(d / "runs" / n).to_pylist()[0] for n in old), key=lambda r: r["run_id"])
+    assert longpipe.sweeps.load(d).rows == direct
+    summ = json.loads(cli("summary", d, "--json", check=True).stdout)
+    assert [x["n"] for x in summ] == [2, 2]
+    r = cli("sweep", d / "tiny.toml", "--grid", "flow.tcp=newreno,hybla", "--seeds", "3", "--out", d, check=True)
+    assert "2 run now, 4 already" in r.stderr
+    now = {p.name: p.read_bytes() for p in sorted((d / "runs").iterdir())}
+    assert {k: v for k, v in now.items() if k in old} == old
+    (part,) = set(now) - set(old)
+    assert part.startswith("part-") and pq.read_table(d / "runs" / part).num_rows == 2
+    sw = longpipe.sweeps.load(d)
+    assert len(sw.rows) == 6 and [r for r in sw.rows if r["run_id"] + ".parquet" in old] == direct
+    assert json.loads((d / "sweep.json").read_text())["format"] == 2
 
 
 def _sweep_cmd(scenario, out, jobs):
@@ -158,14 +188,16 @@ def _sweep_cmd(scenario, out, jobs):
 @pytest.mark.slow
 def test_sigkill_at_random_points_then_resume(tmp_path, tiny):
     """Kill the whole sweep (process group, SIGKILL) at 5 random moments; each time the
-    store is readable and holds only complete runs; the resumed sweep then equals an
-    uninterrupted one file for file and byte for byte: nothing lost, nothing twice."""
-    import pyarrow.parquet as pq
+    store is readable and holds only complete runs, each the run of an uninterrupted
+    sweep; the resumed sweep then equals an uninterrupted one file for file and byte for
+    byte: nothing lost, nothing twice."""
+    from longpipe.sweeps.store import Store
 
     ref = tmp_path / "ref"
     subprocess.run(_sweep_cmd(tiny, ref, 1), check=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
     want = store_bytes(ref)
-    assert len(want) == 3 * 4 * 4 + 1
+    want_rows = {r["run_id"]: r for r in Store(ref).read()}
+    assert len(want_rows) == 3 * 4 * 4 and len(want) == 2  # one part and sweep.json
     out = tmp_path / "killed"
     rng = random.Random(20261123)
     counts = []
@@ -175,18 +207,16 @@ def test_sigkill_at_random_points_then_resume(tmp_path, tiny):
         time.sleep(rng.uniform(0.3, 1.2))
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
-        files = list((out / "runs").glob("*.parquet")) if (out / "runs").exists() else []
-        for f in files:  # every visible file is a complete, readable row
-            t = pq.read_table(f)
-            assert t.num_rows == 1 and t.column("run_id")[0].as_py() == f.stem
-            assert f.read_bytes() == want[f.name]
-        counts.append(len(files))
+        rows = Store(out).read()  # every visible record is complete and readable ...
+        for r in rows:
+            assert r == want_rows[r["run_id"]]  # ... and the run it names
+        counts.append(len(rows))
     r = subprocess.run(_sweep_cmd(tiny, out, 2), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
     assert r.returncode == 0, r.stderr
     assert store_bytes(out) == want
     assert not list((out / "runs").glob(".*.tmp")), "temporary files are cleaned up on resume"
     assert counts == sorted(counts), "a kill never loses a stored run"
-    assert 0 < counts[-1] or counts[0] < len(want) - 1
+    assert 0 < counts[-1] or counts[0] < len(want_rows)
 
 
 @pytest.fixture
@@ -214,7 +244,7 @@ def test_executors_store_identical_bytes(tmp_path, tiny, dask_default_port_taken
     longpipe.sweep(tiny, grid, seeds=3, out=tmp_path / "pool", jobs=2)
     longpipe.sweep(tiny, grid, seeds=3, out=tmp_path / "dask", executor="dask", jobs=2)
     a = store_bytes(tmp_path / "serial")
-    assert len(a) == 13
+    assert len(a) == 2 and len(longpipe.sweeps.load(tmp_path / "serial").rows) == 12
     assert store_bytes(tmp_path / "pool") == a
     assert store_bytes(tmp_path / "dask") == a
 

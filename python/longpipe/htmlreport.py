@@ -8,6 +8,7 @@ import base64
 import html
 import io
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -212,7 +213,9 @@ def sweep_body(d: Path) -> tuple[str, str]:
             figs.append(_img(p.read_bytes(), f"goodput vs {a.key}" + (f" by {hue}" if hue else "")))
     # a figure drawn before the newest stored run (by `longpipe plot` on a smaller sweep)
     # would show other data beside the tables: left out, and named
-    newest = max((p.stat().st_mtime_ns for p in (d / "runs").glob("*.parquet")), default=0)
+    from .sweeps.store import Store
+
+    newest = max((os.lstat(p).st_mtime_ns for p in Store(d).listing().files()), default=0)  # parts and journals
     pngs = sorted(d.glob("*.png"))
     stale = [p.name for p in pngs if p.stat().st_mtime_ns < newest]
     figs += [_img(_read(p), p.name) for p in pngs if p.name not in stale]

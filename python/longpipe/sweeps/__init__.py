@@ -2,7 +2,8 @@
 Dask, stored in a resumable Parquet dataset, summarised with 95 % confidence intervals.
 
 - :mod:`.grid` — ``--grid`` axes, seeds, validation against the scenario;
-- :mod:`.store` — the Parquet store (one file per run, atomic, resumable);
+- :mod:`.store` — the Parquet store (a journal of finished runs, compacted into parts; resumable);
+  :mod:`.rows` (a stored row), :mod:`.storefiles` (its files and their checks);
 - :mod:`.engine` — tasks and executors (in-process, process pool, Dask);
 - :mod:`.api` — ``longpipe.sweep()``, :class:`Sweep`, :func:`load`;
 - :mod:`.summary`, :mod:`.plot` — means, intervals and figures;

@@ -177,7 +177,7 @@ def load(directory: str | os.PathLike[str]) -> Sweep:
     for r in rows:  # one owner format: never pool rows of another grid with these
         params = param_names(r)
         if params != keys:
-            raise ScenarioError(str(store.path(str(r["run_id"]))), "(file)",
+            raise ScenarioError(str(store.where(str(r["run_id"]))), "(file)",
                                 f"holds a run over {', '.join(params) or 'no grid keys'}, but sweep.json lists "
                                 f"{', '.join(keys) or 'no grid keys'}: the store mixes variants (written by an older "
                                 "longpipe?); re-run the sweep into a new --out")

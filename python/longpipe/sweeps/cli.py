@@ -150,7 +150,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _note(args, describe(sw))
     _note(args, f"{len(sw.rows)} runs: {oc.new} run now, {oc.reused} already in {out} ({oc.wall_s:.1f} s)")
     if oc.rerun:
-        _note(args, f"{oc.rerun} stored run(s) were unreadable (damaged files) and ran again")
+        _note(args, f"{oc.rerun} store file(s) were unreadable (damaged); the runs they held ran again")
     if args.summary:
         print_summary(sw, args.metric)
     else:

@@ -230,7 +230,7 @@ class Outcome:
     new: int
     reused: int
     wall_s: float
-    #: Stored runs that were unreadable (damaged files) and ran again.
+    #: Store files that were unreadable (damaged); the runs they held ran again.
     rerun: int = 0
 
 
@@ -239,7 +239,8 @@ def run_tasks(tasks: Sequence[Task], store: Store | None = None, *, executor: st
     """Runs every task not already in ``store`` and returns all rows in task order.
 
     Identical tasks (same scenario and seed) run once. With a store, each finished run
-    is written as it completes, so an interrupted call resumes where it stopped.
+    is appended to the store's journal as it completes, so an interrupted call resumes
+    where it stopped; a call that ends normally compacts the store (:meth:`Store.compact`).
     """
     import time
 
@@ -253,15 +254,10 @@ def run_tasks(tasks: Sequence[Task], store: Store | None = None, *, executor: st
     have: dict[str, dict[str, Any]] = {}
     damaged: dict[str, str] = {}
     if store is not None:
-        from .._io import non_regular
-
         store.clean()
-        entries = store.entries()
-        for rid in sorted(set(unique) & set(entries)):  # what cannot be replaced: before any run
-            kind = non_regular(entries[rid])
-            if kind is not None:
-                raise ScenarioError(str(entries[rid]), "(file)", f"is {kind}, not a run file longpipe wrote; "
-                                    "remove it and run the sweep again")
+        for path, kind in store.foreign():  # what cannot be replaced: before any run
+            raise ScenarioError(str(path), "(file)", f"is {kind}, not a file longpipe wrote; "
+                                "remove it and run the sweep again")
         have, damaged = store.load(unique)
     todo = [t for rid, t in unique.items() if rid not in have]
     results: dict[str, dict[str, Any]] = dict(have)
@@ -284,8 +280,14 @@ def run_tasks(tasks: Sequence[Task], store: Store | None = None, *, executor: st
             _local(todo, min(n_jobs, len(todo)), done)
         else:
             _dask(todo, executor, jobs, done)
+    except BaseException:
+        if store is not None:  # the journal keeps every finished run; the next sweep folds it in
+            store.close_journal()
+        raise
     finally:
         bar.close()
+    if store is not None:
+        store.compact()
     rows = [results[t.run_id] for t in tasks]
     return Outcome(rows, len(todo), len(have), time.perf_counter() - t0, len(damaged))
 

@@ -1,32 +1,58 @@
-"""The results store: a Parquet dataset with one file (one row) per finished run.
+"""The results store: a Parquet dataset of finished runs, written through a journal.
 
 Layout of a store directory::
 
-    sweep.json            what was asked: the base scenario, its hash, the grid axes, the seeds
-    runs/<run_id>.parquet one row: run id, scenario hash, version, seed, the grid
-                          parameters, the summary metrics and the whole result (JSON)
-    wall_times.csv        run_id,wall_s (not part of the rows: wall time is not deterministic)
-    .lock                 serialises updates of sweep.json between concurrent sweeps
+    sweep.json                  what was asked: the base scenario, its hash, the grid axes, the seeds
+    runs/part-<hash>.parquet    rows (run id, scenario hash, version, seed, the grid parameters,
+                                the summary metrics and the whole result as JSON), sorted by run id
+    runs/_journal-pid<P>-<n>.jsonl  the runs a sweep finished since its last compaction
+    runs/<run_id>.parquet       one row (format 1: stores written before the journal; still read)
+    wall_times.csv              run_id,wall_s (not part of the rows: wall time is not deterministic)
+    .lock                       serialises updates of sweep.json and compactions
 
 A run's id is a hash of its resolved scenario and its seed, so a point is stored at most
-once, and a re-run skips every id already present. Each file is written to a temporary
-name (holding the writer's process id), fsynced and renamed (``os.replace``): a sweep
-killed at any moment (SIGKILL included) leaves complete files and, at worst, a stray
-``.*.tmp`` that a later run removes once its writer is gone. Rows hold no timestamps or
-wall times and have a fixed column order and types, so the same sweep gives the same
-bytes whatever the executor and the order of completion. Seeds are 64-bit unsigned; the
-``seed`` column is a signed 64-bit integer, so seeds from 2^63 are stored as negatives
-(seed - 2^64) and read back as they were.
+once, and a re-run skips every id already present.
+
+Writing (format 2). The sweep's process appends each finished run to its own journal, one
+line a run: ``<16 hex digits of SHA-256 of the payload> <payload>\n``, the payload being
+the row as JSON (key order = column order). One ``write`` call a line: once it returns,
+the run survives the death of the sweep at any moment (SIGKILL included: the bytes are
+in the kernel). The journal is ``fdatasync``ed at most once a second and when the sweep
+ends (:data:`SYNC_INTERVAL_S`), so a power failure or a kernel crash loses at most about
+the last second of runs; a record cut short that way fails its checksum or lacks its
+newline, and its run is run again. When the sweep ends, :meth:`Store.compact` (under the
+lock) folds its journal, the journals of writers that are gone and every part into
+canonical parts: rows grouped by column types, sorted by run id, at most
+:data:`PART_RESULT_BYTES` of result text a part, named by the hash of their run ids,
+each written to a temporary, fsynced and renamed; only then are the files it replaces
+removed (a kill in between leaves a run twice, identical, read once). So the same sweep
+gives the same bytes whatever the executor, the order of completion and the
+interruptions on the way. A journal of a sweep still running is left to that sweep.
+
+The previous format (one Parquet file a run, written and fsynced one by one) cost about
+2 ms of CPU a run in the writer; a journal line costs a few tens of microseconds (see
+BENCHMARKS.md, "Sweep store").
+
+Seeds are 64-bit unsigned; the Parquet ``seed`` column is a signed 64-bit integer, so
+seeds from 2^63 are stored there as negatives (seed - 2^64) and read back as they were.
 
 One owner format: ``sweep.json`` says which scenario and which grid keys a store holds;
 a sweep (or ``run --seeds``) over other keys is refused, never merged into it, so rows of
 different variants are never pooled. A reader checks every file it reads (a regular
-file of bounded size, Parquet, the columns and types of :func:`row_bytes`, the run id
-of its name): a damaged one is an error naming it (one line), never a traceback, and a
-resumed sweep runs it again.
+file of bounded size; a part: Parquet with the columns and types of
+:func:`.storefiles.part_table`,
+rows sorted, each run id the hash of its scenario hash and seed, the name the hash of
+its run ids; a journal: every complete line's checksum and row): a damaged one is an
+error naming it (one line), never a traceback, and a resumed sweep runs its runs again
+and replaces it.
+
+The row is defined in :mod:`.rows`, the files' encodings and checks in
+:mod:`.storefiles`; this module is the directory (what is written when, the lock, the
+manifest) and re-exports their public names.
 
 Read it with :func:`longpipe.sweeps.load` or ``Store(DIR).read()`` (checked), or
-``pandas.read_parquet(DIR / "runs")`` (not checked).
+``pandas.read_parquet(DIR / "runs")`` (not checked; the runs of an unfinished sweep
+are still in its journal, which pandas does not read).
 """
 
 from __future__ import annotations
@@ -34,262 +60,56 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
-import hashlib
 import io
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_bytes, atomic_write_text
 from ..api import ScenarioError
+from .rows import HEAD as HEAD
+from .rows import METRICS as METRICS
+from .rows import _param_type as _param_type
+from .rows import canonical_json as canonical_json
+from .rows import digest as digest
+from .rows import make_row as make_row
+from .rows import param_names as param_names
+from .rows import run_id as run_id
+from .rows import scenario_hash as scenario_hash
+from .rows import stable_result as stable_result
+from .storefiles import (
+    _U64_MAX,
+    JOURNAL,
+    JOURNAL_ROTATE_BYTES,
+    MAX_MANIFEST_BYTES,
+    SYNC_INTERVAL_S,
+    _first_sentence,
+    parts_of,
+)
+from .storefiles import MAX_RUN_BYTES as MAX_RUN_BYTES
+from .storefiles import PART as PART
+from .storefiles import RunFileError as RunFileError
+from .storefiles import journal_line as journal_line
+from .storefiles import part_bytes as part_bytes
+from .storefiles import read_journal as read_journal
+from .storefiles import read_part as read_part
+from .storefiles import read_run_file as read_run_file
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow as pa
 
-FORMAT = 1
+#: The manifest format written; 1 (runs one file each) is read too. A longpipe that
+#: knows only format 1 refuses a format 2 store in one line instead of misreading it.
+FORMAT = 2
+FORMATS = (1, 2)
 RUNS = "runs"
 MANIFEST = "sweep.json"
 WALL = "wall_times.csv"
 LOCK = ".lock"
-
-# Summary metrics of a run (all flows and link directions), in column order:
-# (column, arrow type, description).
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("goodput_bps", "float64", "sum of the flows' goodputs (bit/s)"),
-    ("bytes_delivered", "int64", "bytes delivered in order to the receivers (all flows)"),
-    ("segments_sent", "int64", "data segments sent, retransmissions included (all flows)"),
-    ("retransmitted_segments", "int64", "retransmitted segments (all flows)"),
-    ("timeouts", "int64", "retransmission timeouts (all flows)"),
-    ("fast_recoveries", "int64", "fast retransmit / recovery episodes (all flows)"),
-    ("mean_rtt_s", "float64", "mean of the flows' mean RTTs (s)"),
-    ("completion_time_s", "float64", "time the last flow finished (s); empty if any flow did not"),
-    ("fairness_jain", "float64", "Jain's fairness index over the flows' goodputs"),
-    ("utilization_max", "float64", "utilization of the busiest link direction (0..1)"),
-    ("drops_queue", "int64", "packets dropped by full queues (all links)"),
-    ("drops_loss", "int64", "packets dropped by loss models (all links)"),
-    ("events", "int64", "simulator events"),
-    ("n_flows", "int64", "number of flows"),
-)
-HEAD = ("run_id", "scenario_hash", "longpipe_version", "seed")
-
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def scenario_hash(sc: Mapping[str, Any]) -> str:
-    """Hash of a resolved scenario, ignoring its ``seed`` key (the run's seed is separate)."""
-    return digest(canonical_json({k: v for k, v in sc.items() if k != "seed"}))
-
-
-def run_id(sc_hash: str, seed: int) -> str:
-    return digest(f"{sc_hash}/{seed}")
-
-
-def stable_result(data: dict[str, Any]) -> dict[str, Any]:
-    """The result without its wall time (the only field that changes between identical runs)."""
-    d = dict(data)
-    if isinstance(d.get("sim"), dict):
-        d["sim"] = {k: v for k, v in d["sim"].items() if k != "wall_s"}
-    return d
-
-
-def metrics(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary metrics of one result (see METRICS)."""
-    flows = data.get("flows", [])
-    links = data.get("links", [])
-    rtts = [f["mean_rtt_s"] for f in flows if f.get("mean_rtt_s") is not None]
-    done = [f.get("completion_time_s") for f in flows]
-    return {
-        "goodput_bps": float(sum(f["goodput_bps"] for f in flows)),
-        "bytes_delivered": sum(int(f["bytes_delivered"]) for f in flows),
-        "segments_sent": sum(int(f["segments_sent"]) for f in flows),
-        "retransmitted_segments": sum(int(f["retransmitted_segments"]) for f in flows),
-        "timeouts": sum(int(f["timeouts"]) for f in flows),
-        "fast_recoveries": sum(int(f["fast_recoveries"]) for f in flows),
-        "mean_rtt_s": float(sum(rtts) / len(rtts)) if rtts else None,
-        "completion_time_s": float(max(done)) if done and all(d is not None for d in done) else None,
-        "fairness_jain": None if data.get("fairness_jain") is None else float(data["fairness_jain"]),
-        "utilization_max": float(max((lk["utilization"] for lk in links), default=0.0)),
-        "drops_queue": sum(int(lk["drops_queue"]) for lk in links),
-        "drops_loss": sum(int(lk["drops_loss"]) for lk in links),
-        "events": int(data.get("sim", {}).get("events", 0)),
-        "n_flows": len(flows),
-    }
-
-
-def make_row(rid: str, sc_hash: str, version: str, seed: int, params: Sequence[tuple[str, Any]],
-             data: dict[str, Any]) -> dict[str, Any]:
-    """One store row (a plain dict; column order as inserted)."""
-    row: dict[str, Any] = {"run_id": rid, "scenario_hash": sc_hash, "longpipe_version": version, "seed": int(seed)}
-    for k, v in params:
-        row[k] = _param_type(v)[1]
-    row.update(metrics(data))
-    row.update(_user_metrics(data))
-    row["result"] = json.dumps(stable_result(data), separators=(",", ":"))
-    return row
-
-
-def param_names(row: Mapping[str, Any]) -> list[str]:
-    """The grid parameters of a row (its columns between HEAD and METRICS), in order."""
-    fixed = {*HEAD, *(m for m, _, _ in METRICS), *_user_metric_types(), "result"}
-    return [k for k in row if k not in fixed]
-
-
-# Per-user statistics (longpipe.workload.USER_METRICS): extra columns after the metrics
-# above, so that "how many users get 2 Mbit/s" or "page load p95" needs no pass over the
-# stored results. Additive: a store written before them is read from its results.
-def _user_metrics(data: Mapping[str, Any]) -> dict[str, Any]:
-    from ..workload import user_stats
-
-    return user_stats(data)
-
-
-def _user_metric_types() -> dict[str, str]:
-    from ..workload import USER_METRICS
-
-    return {m: t for m, t, _ in USER_METRICS}
-
-
-def _param_type(v: Any) -> tuple[str, Any]:
-    """(arrow type name, stored value) of a grid parameter."""
-    if isinstance(v, bool):
-        return "bool", v
-    if isinstance(v, int):
-        return "int64", v
-    if isinstance(v, float):
-        return "float64", v
-    if isinstance(v, str):
-        return "string", v
-    return "string", canonical_json(v)  # tables and lists: their JSON text
-
-
-def _table(row: Mapping[str, Any]) -> pa.Table:
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-    fixed = {"run_id": "string", "scenario_hash": "string", "longpipe_version": "string", "seed": "int64",
-             "result": "string", **{m: t for m, t, _ in METRICS}, **_user_metric_types()}
-    fields, arrays = [], []
-    for k, v in row.items():
-        if k in fixed:
-            t = fixed[k]
-            if k == "seed":  # a 64-bit seed in a signed column: 2^63.. as negatives
-                v = int(v) - 2**64 if int(v) >= 2**63 else int(v)
-        else:
-            t, v = _param_type(v)
-        fields.append(pa.field(k, types[t]))
-        arrays.append(pa.array([v], type=types[t]))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def row_bytes(row: Mapping[str, Any]) -> bytes:
-    """One row as Parquet bytes: fixed writer options, no timestamps."""
-    import pyarrow.parquet as pq
-
-    buf = io.BytesIO()
-    pq.write_table(_table(row), buf, compression="zstd", compression_level=3, store_schema=True,
-                   write_statistics=False)
-    return buf.getvalue()
-
-
-#: The largest run file read (a run of 10^6 flows stores a result of some tens of MB).
-MAX_RUN_BYTES = 256 * 1024 * 1024
-#: The largest sweep.json read (it holds the scenario with the trace files it names).
-MAX_MANIFEST_BYTES = 1024 * 1024 * 1024
-_U64_MAX = 2**64 - 1
-
-
-class RunFileError(Exception):
-    """A run file that is not a row longpipe wrote (its message says why);
-    ``replaceable``: a regular file, which a resumed sweep replaces."""
-
-    def __init__(self, message: str, replaceable: bool = True):
-        super().__init__(message)
-        self.replaceable = replaceable
-
-
-def check_table(t: pa.Table, rid: str) -> dict[str, Any]:
-    """The row of a run file's table, or RunFileError: one row; the columns HEAD, then
-    parameters, then METRICS, then (in stores written since) the per-user columns, then
-    ``result``, with the types :func:`_table` writes; a
-    run id that is the file's name and the hash of its scenario hash and seed."""
-    import pyarrow as pa
-
-    if t.num_rows != 1:
-        raise RunFileError(f"holds {t.num_rows} rows, expected 1")
-    names = list(t.schema.names)
-    # the per-user columns are additive: a store written before them has none
-    users = tuple(_user_metric_types())
-    body = names[:-1]
-    if tuple(body[-len(users):]) == users:
-        body = body[:-len(users)]
-    n_head, n_metrics = len(HEAD), len(METRICS)
-    if len(body) < n_head + n_metrics or tuple(names[:n_head]) != HEAD or names[-1] != "result" \
-            or tuple(body[-n_metrics:]) != tuple(m for m, _, _ in METRICS):
-        shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-        raise RunFileError(f"has the columns {shown}; not a longpipe run")
-    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-    want = {"run_id": "string", "scenario_hash": "string", "longpipe_version": "string", "seed": "int64",
-            "result": "string", **{m: ty for m, ty, _ in METRICS}, **_user_metric_types()}
-    for f in t.schema:
-        if f.name in want:
-            ok = f.type == types[want[f.name]]
-        else:
-            ok = f.type in types.values()
-        if not ok:
-            raise RunFileError(f"column {f.name!r} has type {f.type}")
-    row = {k: v[0] for k, v in t.to_pydict().items()}
-    for k in ("run_id", "scenario_hash", "longpipe_version", "seed", "result"):
-        if row[k] is None:
-            raise RunFileError(f"column {k!r} is empty")
-    if row["run_id"] != rid:
-        raise RunFileError(f"holds run {row['run_id']!r}, not the run of its name")
-    row["seed"] = int(row["seed"]) % 2**64  # stored signed (see _table)
-    if run_id(str(row["scenario_hash"]), row["seed"]) != rid:
-        raise RunFileError("its run id is not the hash of its scenario hash and seed")
-    return row
-
-
-def read_run_file(path: Path) -> dict[str, Any]:
-    """The row of one run file (checked, see :func:`check_table`), or RunFileError."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .._io import NotReadable, non_regular, read_regular_file
-
-    try:
-        kind = non_regular(path)
-        if kind is not None:
-            raise RunFileError(f"is {kind}, not a run file longpipe wrote", replaceable=False)
-        raw = read_regular_file(path, MAX_RUN_BYTES)
-    except NotReadable as e:
-        raise RunFileError(str(e), replaceable=e.kind != "special") from None
-    except OSError as e:
-        raise RunFileError(f"cannot read: {e.strerror or e}", replaceable=False) from None
-    try:
-        # one row: no thread pools (Arrow's pool threads alive at interpreter exit can
-        # abort the process, apache/arrow#34314)
-        t = pq.read_table(pa.BufferReader(raw), use_threads=False, pre_buffer=False)
-    except Exception as e:  # pyarrow raises many kinds (ArrowInvalid, OSError, ...) on damaged bytes
-        raise RunFileError(f"not a readable Parquet file ({_first_sentence(e)})") from None
-    return check_table(t, path.name[: -len(".parquet")])
-
-
-def _first_sentence(e: BaseException) -> str:
-    """The start of an exception's message, short and on one line (never file content
-    beyond what the message itself quotes)."""
-    text = str(e).split("\n")[0].split(". ")[0] or type(e).__name__
-    return text if len(text) <= 100 else text[:100] + "..."
-
 
 def _need(cond: bool, where: str, path: str, what: str) -> None:
     if not cond:
@@ -301,7 +121,8 @@ def check_manifest(d: Any, where: str) -> dict[str, Any]:
     from .grid import SCALES
 
     _need(isinstance(d, dict), where, "(top level)", "expected a JSON object (a longpipe sweep manifest)")
-    _need(d.get("format") == FORMAT, where, "format", f"expected a longpipe sweep manifest of format {FORMAT}")
+    _need(d.get("format") in FORMATS and not isinstance(d.get("format"), bool), where, "format",
+          f"expected a longpipe sweep manifest of format {' or '.join(map(str, FORMATS))}")
     _need(isinstance(d.get("scenario"), dict), where, "scenario", "expected the scenario as a JSON object")
     h = d.get("scenario_hash")
     _need(isinstance(h, str) and len(h) == 16 and all(c in "0123456789abcdef" for c in h), where,
@@ -328,15 +149,48 @@ def check_manifest(d: Any, where: str) -> dict[str, Any]:
     return checked
 
 
+@dataclass
+class Listing:
+    """The files of a store's ``runs/`` that hold rows: format 1 run files by run id,
+    parts and journals, each sorted by name."""
+
+    singles: dict[str, Path] = field(default_factory=dict)
+    parts: list[Path] = field(default_factory=list)
+    journals: list[Path] = field(default_factory=list)
+
+    def files(self) -> list[Path]:
+        return [*self.singles.values(), *self.parts, *self.journals]
+
+
+@dataclass
+class Scan:
+    """What :meth:`Store.scan` read: rows by run id, the file each came from, and the
+    files that could not be read (or, journals, had a damaged record) with the reason."""
+
+    listing: Listing
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    where: dict[str, Path] = field(default_factory=dict)
+    bad: dict[Path, RunFileError] = field(default_factory=dict)
+
+
 class Store:
     """A store directory (see the module doc)."""
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
         self.runs = self.root / RUNS
+        self._where: dict[str, Path] = {}
+        self._fd: int | None = None  # this process's journal, open for appending
+        self._journal: Path | None = None
+        self._size = 0
+        self._synced = 0.0
+        self._mine: set[Path] = set()  # the journals this process wrote
 
     def exists(self) -> bool:
         return os.path.lexists(self.root / MANIFEST) or self.runs.is_dir()
+
+    def has_runs(self) -> bool:
+        return bool(self.listing().files())
 
     # -- manifest ------------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
@@ -387,7 +241,7 @@ class Store:
 
         with self.lock():
             old = self.read_manifest()
-            if old is None and self.runs.is_dir() and any(self.runs.iterdir()):
+            if old is None and self.has_runs():
                 raise ScenarioError(str(self.root), "runs", "has runs but no sweep.json: not a sweep store; "
                                     "use another --out")
             if old is None:
@@ -428,22 +282,117 @@ class Store:
                 continue  # another sweep writing into this store
             p.unlink(missing_ok=True)
 
-    def entries(self) -> dict[str, Path]:
-        """Every ``runs/*.parquet`` entry (of any kind) by run id."""
+    def listing(self) -> Listing:
+        """The files of ``runs/`` that hold rows (of any file kind), by kind, sorted."""
+        out = Listing()
         if not self.runs.is_dir():
-            return {}
-        return {e.name[: -len(".parquet")]: Path(e.path) for e in os.scandir(self.runs)
-                if e.name.endswith(".parquet") and not e.name.startswith(".")}
+            return out
+        for name in sorted(os.listdir(self.runs)):
+            p = self.runs / name
+            if name.startswith(JOURNAL) and name.endswith(".jsonl"):
+                out.journals.append(p)
+            elif name.startswith(".") or not name.endswith(".parquet"):
+                continue
+            elif name.startswith(PART):
+                out.parts.append(p)
+            else:
+                out.singles[name[: -len(".parquet")]] = p
+        return out
 
-    def done(self) -> set[str]:
-        """Run ids with a file in the store (not checked: see :meth:`load`)."""
-        return set(self.entries())
+    def foreign(self) -> list[tuple[Path, str]]:
+        """Entries of ``runs/`` named as store files that are not regular files (a
+        directory, FIFO, device, symbolic link): never replaced or removed by longpipe."""
+        from .._io import non_regular
 
-    def path(self, rid: str) -> Path:
-        return self.runs / f"{rid}.parquet"
+        out = []
+        for p in self.listing().files():
+            kind = non_regular(p)
+            if kind is not None:
+                out.append((p, kind))
+        return out
+
+    def scan(self) -> Scan:
+        """Every row stored (format 1 files, then parts, then journals; a run found twice is
+        taken from the first), where each came from, and every file that could not be read.
+        A file removed while it is read (a concurrent compaction) starts the scan again."""
+        for _ in range(8):
+            ls = self.listing()
+            sc = Scan(ls)
+            vanished = False
+            for p in ls.files():
+                try:
+                    if p in ls.journals:
+                        rows, err = read_journal(p)
+                        if err is not None:
+                            sc.bad[p] = err
+                    elif p.name.startswith(PART):
+                        rows = read_part(p)
+                    else:
+                        rows = [read_run_file(p)]
+                except RunFileError as e:
+                    if not os.path.lexists(p):
+                        vanished = True
+                        break
+                    sc.bad[p] = e
+                    continue
+                for r in rows:
+                    rid = str(r["run_id"])
+                    if rid not in sc.rows:
+                        sc.rows[rid] = r
+                        sc.where[rid] = p
+            if not vanished:
+                return sc
+        raise ScenarioError(str(self.runs), "(directory)", "its files keep changing while they are read")
+
+    def load(self, ids: Iterable[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """The stored rows of ``ids`` that are readable, and why each file that is not
+        readable is not ({file: reason}). A resumed sweep runs again what they held."""
+        sc = self.scan()
+        self._where = sc.where
+        rows = {rid: sc.rows[rid] for rid in sorted(set(ids) & set(sc.rows))}
+        return rows, {str(p): str(e) for p, e in sc.bad.items()}
+
+    def read(self, ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Rows as dicts, sorted by run id (all, or those of ``ids`` that are present);
+        ScenarioError naming the first file that cannot be read (or has a damaged record)."""
+        sc = self.scan()
+        self._where = sc.where
+        for p, e in sorted(sc.bad.items()):
+            fix = "delete it, or run the sweep again to replace it" if e.replaceable else "remove it"
+            raise ScenarioError(str(p), "(file)", f"{e}; {fix}")
+        return [sc.rows[rid] for rid in sorted(set(sc.rows) if ids is None else set(ids) & set(sc.rows))]
+
+    def where(self, rid: str) -> Path:
+        """The file the last :meth:`read` or :meth:`load` took run ``rid`` from."""
+        return self._where.get(rid, self.runs)
+
+    def frame(self) -> pd.DataFrame:
+        """All rows as a DataFrame, sorted by run id (parameters of mixed types as text)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.read())
 
     def write(self, row: Mapping[str, Any], wall_s: float | None = None) -> None:
-        atomic_write_bytes(self.path(str(row["run_id"])), row_bytes(row))
+        """Appends a finished run to this process's journal (see the module doc)."""
+        import time
+
+        line = journal_line(row)
+        if self._fd is None:
+            self._open_journal()
+        assert self._fd is not None and self._journal is not None
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view):]
+            now = time.monotonic()
+            if now - self._synced >= SYNC_INTERVAL_S:
+                os.fdatasync(self._fd)
+                self._synced = now
+        except OSError as e:  # a full disk: name the file
+            raise OSError(e.errno, e.strerror, str(self._journal)) from None
+        self._size += len(line)
+        if self._size >= JOURNAL_ROTATE_BYTES:
+            self.close_journal()
         if wall_s is not None:
             try:
                 _append_line(self.root / WALL, f"{row['run_id']},{wall_s:.6f}\r\n")
@@ -452,37 +401,61 @@ class Store:
                     return
                 raise
 
-    def load(self, ids: Iterable[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-        """The stored rows of ``ids`` that are readable, and why each other stored one is
-        not ({run id: reason}); ids without a file are in neither. A resumed sweep runs
-        the unreadable ones again (their files are replaced)."""
-        have = self.entries()
-        rows, bad = {}, {}
-        for rid in sorted(set(ids) & set(have)):
+    def _open_journal(self) -> None:
+        import time
+
+        self.runs.mkdir(parents=True, exist_ok=True)
+        p = self.runs / f"{JOURNAL}pid{os.getpid()}-{os.urandom(4).hex()}.jsonl"
+        try:
+            self._fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
+                               0o666)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, str(p)) from None
+        self._journal, self._size, self._synced = p, 0, time.monotonic()
+        self._mine.add(p)
+
+    def close_journal(self) -> None:
+        """Syncs and closes this process's journal (the next :meth:`write` opens a new one)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
             try:
-                rows[rid] = read_run_file(have[rid])
-            except RunFileError as e:
-                bad[rid] = str(e)
-        return rows, bad
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
 
-    def read(self, ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """Rows as dicts, sorted by run id (all, or those of ``ids`` that are present);
-        ScenarioError naming the first file that is not a readable run."""
-        have = self.entries()
-        out = []
-        for rid in sorted(set(have) if ids is None else set(ids) & set(have)):
-            try:
-                out.append(read_run_file(have[rid]))
-            except RunFileError as e:
-                fix = "delete it, or run the sweep again to replace it" if e.replaceable else "remove it"
-                raise ScenarioError(str(have[rid]), "(file)", f"{e}; {fix}") from None
-        return out
-
-    def frame(self) -> pd.DataFrame:
-        """All rows as a DataFrame, sorted by run id (parameters of mixed types as text)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.read())
+    def compact(self) -> None:
+        """Folds this process's journals, those of writers that are gone and every part
+        into canonical parts (see the module doc), under the store's lock; removes the
+        files folded and damaged parts only once the new parts are synced. Nothing to
+        fold (no such journal, no damaged part): nothing changes."""
+        self.close_journal()
+        if not self.runs.is_dir():
+            return
+        with self.lock():
+            sc = self.scan()
+            ls = sc.listing
+            folded = [j for j in ls.journals if (j in self._mine or not _alive(_journal_pid(j)))
+                      and (j not in sc.bad or sc.bad[j].replaceable)]
+            damaged = [p for p in ls.parts if p in sc.bad and sc.bad[p].replaceable]
+            if not folded and not damaged:
+                return
+            sources = set(ls.parts) | set(folded)
+            keep = [r for rid, r in sc.rows.items() if sc.where[rid] in sources]
+            new = parts_of(keep)
+            for name, rows in new.items():
+                p = self.runs / name
+                if p in ls.parts and p not in sc.bad:
+                    continue  # that part holds exactly these runs already
+                atomic_write_bytes(p, part_bytes(rows))
+            _sync_dir(self.runs)
+            kept = {str(r["run_id"]) for r in keep}
+            gone = [p for p in ls.parts if p.name not in new and (p not in sc.bad or sc.bad[p].replaceable)]
+            gone += folded
+            gone += [p for rid, p in ls.singles.items() if rid in kept and p in sc.bad and sc.bad[p].replaceable]
+            for p in gone:
+                p.unlink(missing_ok=True)
+            _sync_dir(self.runs)
+            self._mine -= set(folded)
 
     def wall_times(self) -> dict[str, float]:
         from .._io import NotReadable, read_regular_file
@@ -501,7 +474,26 @@ class Store:
         return out
 
 
+def _journal_pid(p: Path) -> int:
+    """The writer's process id in a journal's name (0, never alive, if there is none)."""
+    import re
+
+    m = re.match(rf"^{JOURNAL}pid(\d+)-", p.name)
+    return int(m[1]) if m else 0
+
+
+def _sync_dir(d: Path) -> None:
+    """fsync of a directory: its renames and removals survive a power failure."""
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
