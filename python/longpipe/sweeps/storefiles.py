@@ -147,6 +147,14 @@ def _check_identity(row: dict[str, Any]) -> None:
             raise RunFileError(f"column {k!r} is empty")
     if run_id(str(row["scenario_hash"]), row["seed"]) != row["run_id"]:
         raise RunFileError(f"run {str(row['run_id'])[:16]!r}: its id is not the hash of its scenario hash and seed")
+    # the result text is read back by summary, plot and report: a damaged one is the
+    # file's fault, said in one line, not a traceback later
+    try:
+        res = json.loads(str(row["result"]))
+    except ValueError:
+        res = None
+    if not isinstance(res, dict) or not isinstance(res.get("flows", []), list):
+        raise RunFileError(f"run {str(row['run_id'])[:16]!r}: its result is not a result document")
 
 
 def table_rows(t: pa.Table) -> list[dict[str, Any]]:
