@@ -914,10 +914,12 @@ mod tests {
         );
         assert_eq!(f.stats.spins, 0);
         let (err, f) = late_timers(true);
-        // The first timed sleep (the end of the first transmission, 1 ms before the
-        // first due time) teaches the latency; packets leave on time (a few loop
-        // rounds of 100 ns readings), the one that arrives during a spin too.
-        assert!(err.iter().all(|&e| e < 3_000), "{err:?}");
+        // The first timed sleep teaches the latency. On a drop-tail link there is no
+        // end-of-transmission timer (issue 31), so that sleep is the first packet's own
+        // due time: it leaves as late as the timer. Every later packet leaves on time
+        // (a few loop rounds of 100 ns readings), the one that arrives during a spin too.
+        assert!((10_000..45_000).contains(&err[0]), "{err:?}");
+        assert!(err[1..].iter().all(|&e| e < 3_000), "{err:?}");
         let m = f.early.as_ref().unwrap().margin_ns();
         // 40 us latency + guard, decayed a little by the due times reached spinning
         assert!((40_000..51_000).contains(&m), "{m}");
