@@ -93,6 +93,12 @@ pub trait Element<U> {
     fn handle(&mut self, now: SimTime, port: PortId, unit: U, out: &mut Vec<Emit<U>>);
     /// When the element next wants [`Element::handle_timeout`], if ever.
     fn poll_timeout(&self) -> Option<SimTime>;
+    /// False for an element that never wants a wake-up (its `poll_timeout` is always
+    /// None): a driver asks once, when the element is added, and then never polls it
+    /// (half the elements a packet meets are forwarders and ATM stages).
+    fn wakes(&self) -> bool {
+        true
+    }
     /// Runs what is due at `now`.
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>);
     /// Counters since time zero, as they stand at `now`.
@@ -108,6 +114,9 @@ impl<U, T: Element<U> + ?Sized> Element<U> for Box<T> {
     }
     fn poll_timeout(&self) -> Option<SimTime> {
         (**self).poll_timeout()
+    }
+    fn wakes(&self) -> bool {
+        (**self).wakes()
     }
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
         (**self).handle_timeout(now, out)

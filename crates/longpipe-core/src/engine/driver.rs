@@ -56,6 +56,9 @@ pub struct Driver<U, E> {
     first: Vec<(u32, u32)>,
     /// The wake-up time each element has pending in the queue, if any.
     pending: Vec<Option<SimTime>>,
+    /// Each element's [`Element::wakes`], asked once when it was added: the others are
+    /// never polled.
+    wakes: Vec<bool>,
     q: EventQueue<Ev<U>>,
     next_uid: u64,
     /// Out-vectors for nested dispatch, reused.
@@ -76,6 +79,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             ports: Vec::new(),
             first: Vec::new(),
             pending: Vec::new(),
+            wakes: Vec::new(),
             q: EventQueue::new(),
             next_uid: 0,
             pool: Vec::new(),
@@ -85,6 +89,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
 
     /// Adds an element; its id.
     pub fn add(&mut self, e: E) -> ElemId {
+        self.wakes.push(e.wakes());
         self.elems.push(e);
         self.first.push((0, 0));
         self.pending.push(None);
@@ -140,7 +145,9 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     pub fn start(&mut self) {
         let now = self.q.now();
         for id in 0..self.elems.len() as ElemId {
-            self.sync_wake(id, now);
+            if self.wakes[id as usize] {
+                self.sync_wake(id, now);
+            }
         }
     }
 
@@ -220,48 +227,63 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         self.elems[id as usize].handle(now, port, unit, &mut out);
         self.route(now, id, &mut out);
         self.pool.push(out);
-        self.sync_wake(id, now);
+        if self.wakes[id as usize] {
+            self.sync_wake(id, now);
+        }
     }
 
     fn route(&mut self, now: SimTime, from: ElemId, out: &mut Vec<Emit<U>>) {
+        let (mut base, mut len) = self.first[from as usize];
         for e in out.drain(..) {
             match e {
                 Emit::Now { port, mut unit } => {
                     unit.stamp(&mut self.next_uid);
-                    match self.wired(from, port) {
-                        Some((to, to_port)) => self.dispatch(now, to, to_port, unit),
-                        None => self.exits.push((now, from, port, unit)),
+                    let to = if (port as u32) < len {
+                        self.ports[(base + port as u32) as usize].to
+                    } else {
+                        UNWIRED
+                    };
+                    if to == UNWIRED {
+                        self.exits.push((now, from, port, unit));
+                    } else {
+                        self.dispatch(now, to.0, to.1, unit);
                     }
                 }
                 Emit::At { at, port, mut unit } => {
                     debug_assert!(at >= now, "an element emitted into the past");
                     unit.stamp(&mut self.next_uid);
-                    match self.wired(from, port) {
-                        Some((to, to_port)) => {
-                            // Timed deliveries over one wire mostly come in time order
-                            // (a link's delay line): they share a lane.
-                            let lane = self.lane(from, port);
-                            self.q
-                                .schedule_in(lane, at.max(now), Ev::Deliver(to, to_port, unit));
-                        }
-                        None => {
-                            // Timed exits too (a wall-clock driver's link directions
-                            // end in unwired ports): a lane keeps the heap small.
-                            let lane = self.lane(from, port);
-                            self.q
-                                .schedule_in(lane, at.max(now), Ev::Exit(from, port, unit))
-                        }
-                    }
+                    // Timed units over one output mostly come in time order (a link's
+                    // delay line): they share a lane, wired (a delivery) or not (an
+                    // exit: a wall-clock driver's link directions end in unwired ports).
+                    let p = if (port as u32) < len {
+                        self.ports[(base + port as u32) as usize]
+                    } else {
+                        NO_PORT
+                    };
+                    let lane = if p.lane != u32::MAX {
+                        p.lane
+                    } else {
+                        let lane = self.new_lane(from, port);
+                        // (an unwired port beyond the element's ports moved them)
+                        (base, len) = self.first[from as usize];
+                        lane
+                    };
+                    let ev = if p.to == UNWIRED {
+                        Ev::Exit(from, port, unit)
+                    } else {
+                        Ev::Deliver(p.to.0, p.to.1, unit)
+                    };
+                    self.q.schedule_in(lane, at.max(now), ev);
                 }
             }
         }
     }
 
-    fn lane(&mut self, from: ElemId, port: PortId) -> u32 {
+    /// Gives output `port` of `from` its lane (its first timed unit).
+    #[cold]
+    fn new_lane(&mut self, from: ElemId, port: PortId) -> u32 {
         let i = self.port_index(from, port);
-        if self.ports[i].lane == u32::MAX {
-            self.ports[i].lane = self.q.add_lane();
-        }
+        self.ports[i].lane = self.q.add_lane();
         self.ports[i].lane
     }
 
@@ -450,5 +472,39 @@ mod tests {
         // events: wake@20; wake@50 from the first inject (current again after 20 ran);
         // wake@50 scheduled after 20 ran (stale by then: skipped, but counted); wake@80
         assert_eq!(d.events(), 4);
+    }
+
+    /// Counts its polls; `wakes` as given.
+    struct Q(bool, std::rc::Rc<std::cell::Cell<u32>>);
+    impl Element<U> for Q {
+        type Metrics = ();
+        fn metrics(&self, _: SimTime) {}
+        fn handle(&mut self, _: SimTime, _: PortId, u: U, out: &mut Vec<Emit<U>>) {
+            out.push(Emit::Now { port: 0, unit: u });
+        }
+        fn poll_timeout(&self) -> Option<SimTime> {
+            self.1.set(self.1.get() + 1);
+            None
+        }
+        fn wakes(&self) -> bool {
+            self.0
+        }
+        fn handle_timeout(&mut self, _: SimTime, _: &mut Vec<Emit<U>>) {}
+    }
+
+    #[test]
+    fn elements_that_never_wake_are_never_polled() {
+        let (quiet, timed) = (std::rc::Rc::default(), std::rc::Rc::default());
+        let mut d: Driver<U, Q> = Driver::new();
+        let a = d.add(Q(false, std::rc::Rc::clone(&quiet)));
+        let b = d.add(Q(true, std::rc::Rc::clone(&timed)));
+        d.wire(a, 0, b, 0);
+        d.start();
+        for k in 0..3 {
+            d.inject(a, 0, U(k, u64::MAX));
+        }
+        assert_eq!(d.take_exits().len(), 3, "every unit went through both");
+        assert_eq!(quiet.get(), 0, "never polled");
+        assert_eq!(timed.get(), 4, "at start() and after each unit");
     }
 }

@@ -56,6 +56,10 @@ impl<U: PacketUnit> Element<U> for Capture {
         None
     }
 
+    fn wakes(&self) -> bool {
+        false
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) {}

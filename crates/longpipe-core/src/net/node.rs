@@ -96,14 +96,20 @@ impl<U: PacketUnit> Element<U> for Forwarder {
     type Metrics = ();
 
     fn handle(&mut self, _now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
-        match unit.into_packet() {
-            Ok(p) => self.forward(p, out),
-            Err(_) => self.unroutable += 1, // cells end at ATM adapters
+        // Routed by reference: the unit moves on as it came (a boxed packet stays in
+        // its box).
+        match unit.packet().map(|p| self.route(p)) {
+            Some(Some(port)) => out.push(Emit::Now { port, unit }),
+            _ => self.unroutable += 1, // no route, or a cell (cells end at ATM adapters)
         }
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
         None
+    }
+
+    fn wakes(&self) -> bool {
+        false
     }
 
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}

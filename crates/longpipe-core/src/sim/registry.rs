@@ -52,6 +52,9 @@ macro_rules! elements {
             fn poll_timeout(&self) -> Option<SimTime> {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::poll_timeout(e)),* }
             }
+            fn wakes(&self) -> bool {
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::wakes(e)),* }
+            }
             #[inline]
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::handle_timeout(e, now, out)),* }

@@ -333,6 +333,10 @@ impl<U: CellUnit> Element<U> for AtmLine {
         None
     }
 
+    fn wakes(&self) -> bool {
+        false
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, now: SimTime) -> AtmLineCounters {

@@ -84,6 +84,10 @@ impl<U: CellUnit> Element<U> for AtmSwitch {
         None
     }
 
+    fn wakes(&self) -> bool {
+        false
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) -> SwitchCounters {
