@@ -4,6 +4,11 @@
 //! send time, retransmission flag (Karn) and SACKed flag (RFC 2018). With SACK it
 //! answers RFC 6675's questions: IsLost, SetPipe (`pipe`) and NextSeg.
 //! Invariant: segments are contiguous, ordered, and none is below snd_una.
+//!
+//! Scans step over SACKed runs ([`Scoreboard::next_unsacked`]), as Linux's loss
+//! detection walks a list that holds no SACKed skb (`tcp_rack_detect_loss` over
+//! `tsorted_sent_queue`) and its SACK tagging skips what it has tagged: without that a
+//! long SACKed run after a hole (a GEO window) is walked again on every ACK.
 
 use super::seg::SackList;
 use crate::time::SimTime;
@@ -55,6 +60,15 @@ impl SentSeg {
 #[derive(Debug, Clone, Default)]
 pub struct Scoreboard {
     pub(super) segs: VecDeque<SentSeg>,
+    /// Beside `segs`: for a SACKed segment `i`, every segment in `[i, i + skip[i])` is
+    /// SACKed (`skip[i] >= 1`; kept long by path compression in `next_unsacked`).
+    /// Relative, so dropping acknowledged segments off the front keeps it true; only
+    /// read for SACKed segments, and set to 1 whenever one becomes SACKed (a segment
+    /// stops being SACKed only in `clear_sacked`, for all at once).
+    skip: VecDeque<u32>,
+    /// The end of the highest SACKed segment, 0 if none is SACKed (Linux
+    /// `tp->highest_sack`): kept, not searched for on each ACK.
+    high_sacked: u64,
     /// Bytes SACKed, marked lost, and retransmitted-and-outstanding (Linux
     /// `sacked_out`, `lost_out`, `retrans_out`, in bytes); kept by every method.
     pub(super) sacked_bytes: u64,
@@ -93,6 +107,7 @@ impl Scoreboard {
             rtx_out: false,
             rate,
         });
+        self.skip.push_back(1);
     }
 
     fn index(&self, seq: u64) -> Option<usize> {
@@ -158,7 +173,11 @@ impl Scoreboard {
             }
             f(s);
             let s = self.segs.pop_front().expect("front");
+            self.skip.pop_front();
             self.forget(&s);
+        }
+        if self.high_sacked <= ack {
+            self.high_sacked = 0; // every SACKed segment was below the ACK
         }
     }
 
@@ -195,25 +214,54 @@ impl Scoreboard {
             if s.end > r {
                 break;
             }
-            if !s.sacked {
-                f(s);
-                let n = s.seq_len();
-                s.sacked = true;
-                s.rate.valid = false; // its delivery is counted now, not again at the ACK
-                newly += n;
-                self.sacked_bytes += n;
-                if s.lost {
-                    s.lost = false;
-                    self.lost_bytes -= n;
-                }
-                if s.rtx_out {
-                    s.rtx_out = false;
-                    self.rtx_bytes -= n;
-                }
+            if s.sacked {
+                // nothing to do for the run: step over it (a segment past `r` in it
+                // would have ended the loop; the one after it ends it as well)
+                i = self.next_unsacked(i);
+                continue;
             }
+            f(s);
+            let n = s.seq_len();
+            s.sacked = true;
+            s.rate.valid = false; // its delivery is counted now, not again at the ACK
+            newly += n;
+            self.sacked_bytes += n;
+            if s.lost {
+                s.lost = false;
+                self.lost_bytes -= n;
+            }
+            if s.rtx_out {
+                s.rtx_out = false;
+                self.rtx_bytes -= n;
+            }
+            self.skip[i] = 1;
+            self.high_sacked = self.high_sacked.max(s.end);
             i += 1;
         }
         newly
+    }
+
+    /// The end of the highest SACKed segment; 0 if none is SACKed.
+    pub fn high_sacked(&self) -> u64 {
+        self.high_sacked
+    }
+
+    /// The first segment at or after `i` that is not SACKed (`len()` if none): one step
+    /// over each SACKed run, amortised (union-find's path compression on `skip`).
+    pub fn next_unsacked(&mut self, i: usize) -> usize {
+        let n = self.segs.len();
+        let mut j = i;
+        while j < n && self.segs[j].sacked {
+            j += self.skip[j] as usize;
+        }
+        let end = j.min(n);
+        let mut k = i;
+        while k < end {
+            let next = k + self.skip[k] as usize;
+            self.skip[k] = (end - k) as u32;
+            k = next;
+        }
+        end
     }
 
     /// RFC 2018 §8 / RFC 6675 §5.1: after an RTO, forget SACK information (the receiver
@@ -223,6 +271,7 @@ impl Scoreboard {
             s.sacked = false;
         }
         self.sacked_bytes = 0;
+        self.high_sacked = 0;
     }
 
     /// Linux `tcp_mark_skb_lost` for segment `i`: a retransmission of a lost segment
@@ -449,5 +498,111 @@ mod tests {
             b.ack_to(501).1,
             "an ACK covering a retransmission is ambiguous"
         );
+    }
+
+    /// `sack_block_with` without the skip structure: the plain walk it replaced.
+    fn sack_block_plain(b: &mut Scoreboard, l: u64, r: u64) -> u64 {
+        let mut newly = 0;
+        let i0 = b.segs.partition_point(|s| s.seq < l);
+        for i in i0..b.segs.len() {
+            let s = b.segs[i];
+            if s.end > r {
+                break;
+            }
+            if !s.sacked {
+                let n = s.seq_len();
+                let s = &mut b.segs[i];
+                s.sacked = true;
+                s.rate.valid = false;
+                newly += n;
+                b.sacked_bytes += n;
+                if s.lost {
+                    s.lost = false;
+                    b.lost_bytes -= n;
+                }
+                if s.rtx_out {
+                    s.rtx_out = false;
+                    b.rtx_bytes -= n;
+                }
+            }
+        }
+        newly
+    }
+
+    #[test]
+    fn stepping_over_sacked_runs_matches_the_plain_walk() {
+        // Random sends, SACK blocks, cumulative ACKs, retransmissions, loss marks and
+        // SACK clearing, applied to a board that steps over SACKed runs and to a copy
+        // walked plainly: same flags and counters, and next_unsacked is the first
+        // segment at or after i that is not SACKed, from every i.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        let (mut fast, mut plain) = (Scoreboard::default(), Scoreboard::default());
+        let (mut next_seq, mut una) = (1u64, 1u64);
+        for step in 0..20_000u64 {
+            match rnd(100) {
+                0..=29 => {
+                    for _ in 0..1 + rnd(8) {
+                        fast.push(next_seq, next_seq + 100, SimTime(step));
+                        plain.push(next_seq, next_seq + 100, SimTime(step));
+                        next_seq += 100;
+                    }
+                }
+                30..=69 if next_seq > una => {
+                    let span = (next_seq - una) / 100;
+                    let a = una + 100 * rnd(span);
+                    let b = (a + 100 * (1 + rnd(12))).min(next_seq);
+                    assert_eq!(
+                        fast.sack_block_with(a, b, |_| {}),
+                        sack_block_plain(&mut plain, a, b)
+                    );
+                }
+                70..=79 if next_seq > una => {
+                    una += 100 * rnd((next_seq - una) / 100 + 1);
+                    fast.ack_to(una);
+                    plain.ack_to(una);
+                }
+                80..=87 if !fast.is_empty() => {
+                    let i = rnd(fast.len() as u64) as usize;
+                    let seq = fast.segs[i].seq;
+                    fast.mark_retransmitted(seq, SimTime(step));
+                    plain.mark_retransmitted(seq, SimTime(step));
+                }
+                88..=97 if !fast.is_empty() => {
+                    let i = rnd(fast.len() as u64) as usize;
+                    assert_eq!(fast.mark_lost_at(i), plain.mark_lost_at(i));
+                }
+                98 => {
+                    fast.clear_sacked();
+                    plain.clear_sacked();
+                }
+                _ => {}
+            }
+            assert_eq!(fast.segs, plain.segs);
+            let high = plain
+                .segs
+                .iter()
+                .rev()
+                .find(|s| s.sacked)
+                .map_or(0, |s| s.end);
+            assert_eq!(fast.high_sacked(), high, "step {step}");
+            assert_eq!(
+                (fast.sacked_bytes, fast.lost_bytes, fast.rtx_bytes),
+                (plain.sacked_bytes, plain.lost_bytes, plain.rtx_bytes)
+            );
+            if step % 7 == 0 {
+                for i in 0..=fast.len() {
+                    let want = (i..plain.len())
+                        .find(|&j| !plain.segs[j].sacked)
+                        .unwrap_or(plain.len());
+                    assert_eq!(fast.next_unsacked(i), want, "step {step}, from {i}");
+                }
+            }
+        }
     }
 }

@@ -52,13 +52,7 @@ impl Linux {
             f.dsack = blocks.first().is_some_and(|&(l, r)| {
                 l < seg.ack || blocks.get(1).is_some_and(|&(l1, r1)| l >= l1 && r <= r1)
             });
-            let high_sacked = tx
-                .board
-                .segs()
-                .iter()
-                .rev()
-                .find(|s| s.sacked)
-                .map_or(0, |s| s.end);
+            let high_sacked = tx.board.high_sacked();
             for (i, &(l, r)) in blocks.iter().enumerate() {
                 if i == 0 && f.dsack {
                     self.rack.dsack_seen = true;
