@@ -248,7 +248,22 @@ impl Scoreboard {
 
     /// The first segment at or after `i` that is not SACKed (`len()` if none): one step
     /// over each SACKed run, amortised (union-find's path compression on `skip`).
+    #[inline]
     pub fn next_unsacked(&mut self, i: usize) -> usize {
+        let n = self.segs.len();
+        if !self.segs.get(i).is_some_and(|s| s.sacked) {
+            return i.min(n);
+        }
+        // most often one jump lands past the run (it was compressed before)
+        let j = i + self.skip[i] as usize;
+        if !self.segs.get(j).is_some_and(|s| s.sacked) {
+            return j.min(n);
+        }
+        self.next_unsacked_far(i)
+    }
+
+    /// [`Scoreboard::next_unsacked`] over a chain of jumps, compressing it.
+    fn next_unsacked_far(&mut self, i: usize) -> usize {
         let n = self.segs.len();
         let mut j = i;
         while j < n && self.segs[j].sacked {

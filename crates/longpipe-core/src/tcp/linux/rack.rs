@@ -105,7 +105,7 @@ impl Rack {
         let mut wait = SimDuration::ZERO;
         let mut i = 0;
         while i < board.segs().len() {
-            let s = board.segs()[i];
+            let s = &board.segs()[i];
             if s.sacked {
                 i = board.next_unsacked(i); // delivered
                 continue;
