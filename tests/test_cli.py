@@ -121,6 +121,19 @@ def test_run_json_imports_only_what_it_uses(tmp_path):
     assert not list(out.glob(".*tmp"))
 
 
+def test_internal_error_prints_the_traceback(tmp_path, monkeypatch, capsys):
+    import longpipe.api
+    from longpipe.cli import main
+
+    def boom(*a, **k):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(longpipe.api, "run", boom)
+    assert main(["run", str(write(tmp_path, GOOD)), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("internal error (please report):\nTraceback") and "RuntimeError: a bug" in err, err
+
+
 def test_schema_command():
     d = json.loads(cli("schema", check=True).stdout)
     assert "properties" in d

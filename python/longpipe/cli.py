@@ -11,7 +11,6 @@ import contextlib
 import json
 import math
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +269,8 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
     except Exception:  # internal error: say so, with the traceback for a bug report
+        import traceback  # only here: it and textwrap cost start-up (about 1 ms)
+
         print("internal error (please report):", file=sys.stderr)
         traceback.print_exc()
         return 1
