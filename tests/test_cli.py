@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -76,6 +78,60 @@ def test_missing_file_and_bad_set(tmp_path):
     assert r.returncode == 2 and "flow[0].tcp" in r.stderr
     r = cli("run", p, "--pcap", "server-moon")
     assert r.returncode == 2 and "pcap" in r.stderr
+
+
+def _run_subparser(parser):
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sub.choices["run"]
+
+
+def test_run_parser_is_the_full_parsers_run():
+    """A command line starting with `run` is parsed by a parser holding only `run`
+    (start-up time): the same options, help and parse as in the whole command line's."""
+    from longpipe.cli import build_parser
+
+    full, only = build_parser(), build_parser(only_run=True)
+    a, b = _run_subparser(full), _run_subparser(only)
+    assert b.format_help() == a.format_help()
+    def actions(p):
+        return [{k: v for k, v in vars(x).items() if k != "container"} for x in p._actions]
+
+    assert actions(b) == actions(a)
+    argv = ["run", "s.toml", "--json", "--seed", "3", "--set", "flow.tcp=reno", "--set", "duration=1s",
+            "--pcap", "a-b=x.pcap", "--timeseries", "--out", "o", "--seeds", "2", "--jobs", "1", "-q", "--force"]
+    assert vars(only.parse_args(argv)) == vars(full.parse_args(argv))
+
+
+def test_run_json_imports_only_what_it_uses(tmp_path):
+    """`longpipe run --json` (no file written) imports none of the other commands'
+    modules, nor what writing files takes (BENCHMARKS.md: run --json against the bare
+    core); `run --out` still writes through the same code."""
+    p = write(tmp_path, GOOD)
+    code = ("import sys, io, contextlib\nfrom longpipe.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = main(['run', {str(p)!r}, '--json'])\n"
+            "mods = ('longpipe.emu', 'longpipe.gateway', 'longpipe.models', 'longpipe.experiments',\n"
+            "        'longpipe.sweeps.compare', 'tempfile', 'hashlib')\n"
+            "print(rc, sorted(m for m in mods if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "0 []", r.stdout + r.stderr
+    out = tmp_path / "out"
+    r = cli("run", p, "--json", "--out", out, check=True)
+    assert (out / "result.json").read_text() == r.stdout
+    assert not list(out.glob(".*tmp"))
+
+
+def test_internal_error_prints_the_traceback(tmp_path, monkeypatch, capsys):
+    import longpipe.api
+    from longpipe.cli import main
+
+    def boom(*a, **k):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(longpipe.api, "run", boom)
+    assert main(["run", str(write(tmp_path, GOOD)), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("internal error (please report):\nTraceback") and "RuntimeError: a bug" in err, err
 
 
 def test_schema_command():

@@ -15,15 +15,15 @@ only when their content still has the hash longpipe recorded when it wrote them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+# hashlib, shutil and tempfile are imported where they are used: `longpipe run --json`,
+# which writes no file, then loads none of them (start-up time, BENCHMARKS.md).
 
 # --- reading --------------------------------------------------------------------------
 
@@ -146,6 +146,8 @@ def _umask() -> int:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, option: str | None = None) -> Path:
     """Writes ``data`` to ``path`` through a synced temporary and a rename; an existing
     ``path`` that is not a regular file raises OutputError and is left alone."""
+    import tempfile
+
     path = Path(path)
     check_target(path, option)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,6 +198,8 @@ MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 def _probe_dir(d: Path, option: str) -> None:
     """Creates and removes a temporary file in ``d``: the only reliable writability test
     (os.access says yes to root on a read-only file system)."""
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".longpipe-probe.", dir=d)
         os.close(fd)
@@ -261,6 +265,7 @@ def _remove_abandoned_staging(near: Path) -> None:
     or by a power cut): those whose lock file nobody holds. A directory without the
     lock file is never touched (it may be one being created, or not longpipe's)."""
     import fcntl
+    import shutil
 
     try:
         entries = [e for e in os.scandir(near) if e.name.startswith(STAGING_PREFIX)]
@@ -292,6 +297,8 @@ def staging_dir(near: Path) -> Iterator[Path]:
     created for it if empty. It holds a lock file, locked while the run lives: a later
     run into ``near`` removes the staging directories of runs killed outright."""
     import fcntl
+    import shutil
+    import tempfile
 
     _remove_abandoned_staging(near)
     created = _makedirs(near)
@@ -324,6 +331,8 @@ def staging_dir(near: Path) -> Iterator[Path]:
 
 
 def _sha256_file(p: Path) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with open(p, "rb") as f:
         while b := f.read(1 << 20):
@@ -332,6 +341,8 @@ def _sha256_file(p: Path) -> str:
 
 
 def _hash_of(data: bytes | Path) -> str:
+    import hashlib
+
     return _sha256_file(data) if isinstance(data, Path) else hashlib.sha256(data).hexdigest()
 
 
@@ -351,6 +362,10 @@ def write_outputs(files: Mapping[Path, bytes | Path], out_dir: Path | None = Non
     make longpipe delete a file it did not write).
     """
     written = list(files)
+    if not written and out_dir is None:
+        return written  # nothing to write (`run --json` without --out or --pcap)
+    import tempfile
+
     files = dict(files)
     mine: dict[str, str] = {}
     old: dict[str, str] = {}

@@ -11,7 +11,6 @@ import contextlib
 import json
 import math
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -155,10 +154,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; ``only_run=True``: the same parser with only the ``run``
+    command, for a command line that starts with ``run`` (the other commands' modules,
+    emu, gateway, models, reproduce and compare, are then not imported: start-up time,
+    BENCHMARKS.md "longpipe run --json against the bare core")."""
     from . import __version__
     from .sweeps import cli as sweeps_cli
-    from .sweeps.compare import register_args as compare_args
 
     p = _Parser(prog="longpipe", description="TCP over long, thin and lossy links: simulate, "
                                 "sweep, compare, model and reproduce papers. 'longpipe COMMAND --help' for details.")
@@ -182,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "or a list 1,5,9) and print mean ± 95%% confidence interval per flow")
     sweeps_cli.add_exec_args(r)
     r.set_defaults(func=cmd_run)
+    if only_run:
+        return p
+    from .sweeps.compare import register_args as compare_args
 
     s = sub.add_parser("schema", help="print the scenario JSON Schema (--result: the result's)")
     s.add_argument("--result", action="store_true", help="the result document's schema (what `run` writes)")
@@ -236,10 +241,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
-    from .emu import split_command
+    argv = sys.argv[1:] if argv is None else argv
+    command: list[str] | None = None
+    if argv[:1] == ["run"]:
+        parser = build_parser(only_run=True)
+    else:
+        parser = build_parser()
+        from .emu import split_command
 
-    argv, command = split_command(sys.argv[1:] if argv is None else argv)
+        argv, command = split_command(argv)
     args = parser.parse_args(argv)
     if command is not None:
         args.cmd = command
@@ -259,6 +269,8 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
     except Exception:  # internal error: say so, with the traceback for a bug report
+        import traceback  # only here: it and textwrap cost start-up (about 1 ms)
+
         print("internal error (please report):", file=sys.stderr)
         traceback.print_exc()
         return 1
