@@ -167,6 +167,25 @@ pub struct Periodic {
     pub stream: String,
 }
 
+impl Periodic {
+    /// Whether a tick can change direction `dir` (0 = a->b). A tick that changes
+    /// nothing there (a delay-only entry on a link with its own `delay_ba`) is left out
+    /// of that direction's schedule: it would cost an event per tick and a transmitter
+    /// timer per unit there, and change nothing. The other direction's draws do not
+    /// depend on it (each direction runs its own copy of the stream).
+    pub fn changes_dir(&self, dir: usize) -> bool {
+        let mirrored = |set: [bool; 2], mirror: bool| set[dir] || (dir == 1 && mirror && set[0]);
+        mirrored(self.rate.each_ref().map(Option::is_some), self.mirror_rate)
+            || mirrored(
+                self.delay.each_ref().map(Option::is_some),
+                self.mirror_delay,
+            )
+            || self.loss[dir].is_some()
+            || self.up.is_some()
+            || self.down_for.is_some()
+    }
+}
+
 /// A direction's schedule: what its link direction needs to build its stage.
 #[derive(Debug, Clone)]
 pub struct DirSchedule {

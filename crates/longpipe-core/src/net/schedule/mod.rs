@@ -100,6 +100,87 @@ mod tests {
     }
 
     #[test]
+    fn a_periodic_entry_is_only_in_the_directions_it_changes() {
+        let own_delay_ba = LinkShape {
+            sym_delay: false,
+            ..SYM
+        };
+        let dirs = |json: &str, shape: LinkShape| {
+            let [a, b] = resolve(
+                &specs(json),
+                shape,
+                Outage::Drop,
+                false,
+                [None, None],
+                "x",
+                "l",
+            )
+            .unwrap();
+            (a.periodic.len(), b.periodic.len(), b.is_active())
+        };
+        let jitter = r#"[{"every":"1ms","delay":{"min":"0s","max":"2ms"}}]"#;
+        assert_eq!(
+            dirs(jitter, SYM),
+            (1, 1, true),
+            "delay mirrors on a symmetric link"
+        );
+        assert_eq!(
+            dirs(jitter, own_delay_ba),
+            (1, 0, false),
+            "b->a keeps its delay_ba"
+        );
+        let ba = r#"[{"every":"1ms","delay_ba":"5ms"}]"#;
+        assert_eq!(
+            dirs(ba, own_delay_ba).0,
+            0,
+            "delay_ba alone leaves a->b alone"
+        );
+        assert_eq!(
+            dirs(r#"[{"every":"1s","loss":{"kind":"none"}}]"#, SYM),
+            (1, 0, false)
+        );
+        assert_eq!(
+            dirs(r#"[{"every":"1s","loss_ba":{"kind":"none"}}]"#, SYM).0,
+            0
+        );
+        assert_eq!(
+            dirs(r#"[{"every":"1s","rate":"1Mbps"}]"#, SYM),
+            (1, 1, true)
+        );
+        assert_eq!(
+            dirs(r#"[{"every":"1s","up":[true,false]}]"#, own_delay_ba),
+            (1, 1, true)
+        );
+        assert_eq!(
+            dirs(r#"[{"every":"1s","down_for":"1ms"}]"#, own_delay_ba),
+            (1, 1, true)
+        );
+        // a->b draws the same values either way (its stream does not depend on b->a's)
+        let [a_sym, _] = resolve(
+            &specs(jitter),
+            SYM,
+            Outage::Drop,
+            false,
+            [None, None],
+            "x",
+            "l",
+        )
+        .unwrap();
+        let [a_own, _] = resolve(
+            &specs(jitter),
+            own_delay_ba,
+            Outage::Drop,
+            false,
+            [None, None],
+            "x",
+            "l",
+        )
+        .unwrap();
+        let (mut t1, mut t2) = (Timeline::new(&a_sym, 3), Timeline::new(&a_own, 3));
+        assert_eq!(run(&mut t1, 50_000_000), run(&mut t2, 50_000_000));
+    }
+
+    #[test]
     fn periodic_cycles_draws_and_takes_the_link_down() {
         let s = specs(
             r#"[{"every":"15s","start":"5s","delay":{"min":"12ms","max":"30ms"},"rate":["10Mbps","20Mbps"],

@@ -152,7 +152,11 @@ pub fn resolve(
     let mk = |dir: usize, once: OnceChanges, trace: Option<MmTrace>| DirSchedule {
         dir,
         once: Arc::new(once),
-        periodic: periodic.clone(),
+        periodic: periodic
+            .iter()
+            .filter(|e: &&Arc<Periodic>| e.changes_dir(dir))
+            .cloned()
+            .collect(),
         outage,
         reorder,
         trace,
