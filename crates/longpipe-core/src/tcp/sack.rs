@@ -8,7 +8,12 @@
 //! Scans step over SACKed runs ([`Scoreboard::next_unsacked`]), as Linux's loss
 //! detection walks a list that holds no SACKed skb (`tcp_rack_detect_loss` over
 //! `tsorted_sent_queue`) and its SACK tagging skips what it has tagged: without that a
-//! long SACKed run after a hole (a GEO window) is walked again on every ACK.
+//! long SACKed run after a hole (a GEO window) is walked again on every ACK. For the
+//! same reason RACK walks the segments never retransmitted in sequence order
+//! ([`Scoreboard::next_fresh`]) and the retransmitted ones in the order they were resent
+//! ([`Scoreboard::walk_resent`]), stopping at the first resent after RACK's segment, as
+//! Linux's time-sorted list lets it: in sequence order every retransmission in flight
+//! is stepped over on every ACK of a long recovery.
 
 use super::seg::SackList;
 use crate::time::SimTime;
@@ -66,6 +71,15 @@ pub struct Scoreboard {
     /// read for SACKed segments, and set to 1 whenever one becomes SACKed (a segment
     /// stops being SACKed only in `clear_sacked`, for all at once).
     skip: VecDeque<u32>,
+    /// The same over segments SACKed or retransmitted (`next_fresh`): set to 1 when a
+    /// segment becomes either, reset for all in `clear_sacked`.
+    skip_fresh: VecDeque<u32>,
+    /// (send time, seq) of each retransmission, in the order sent (`walk_resent`). An
+    /// entry is current while its segment is unacknowledged, was last sent at that
+    /// time, is not SACKed and is not lost waiting to be resent; one that is not is
+    /// dropped when walked (only `clear_sacked` and `unmark_lost` can make a segment
+    /// current again, and they rebuild the list).
+    resent: VecDeque<(SimTime, u64)>,
     /// The end of the highest SACKed segment, 0 if none is SACKed (Linux
     /// `tp->highest_sack`): kept, not searched for on each ACK.
     high_sacked: u64,
@@ -74,6 +88,17 @@ pub struct Scoreboard {
     pub(super) sacked_bytes: u64,
     pub(super) lost_bytes: u64,
     pub(super) rtx_bytes: u64,
+}
+
+/// What [`Scoreboard::walk_resent`] does after a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visit {
+    /// Walk no further (the segments after it were resent later).
+    Stop,
+    /// Go on.
+    Keep,
+    /// Mark it lost and go on.
+    Lost,
 }
 
 /// What NextSeg chose (RFC 6675 §4).
@@ -108,6 +133,7 @@ impl Scoreboard {
             rate,
         });
         self.skip.push_back(1);
+        self.skip_fresh.push_back(1);
     }
 
     fn index(&self, seq: u64) -> Option<usize> {
@@ -133,8 +159,16 @@ impl Scoreboard {
     pub fn mark_retransmitted_stamped(&mut self, seq: u64, now: SimTime, rate: Option<RateStamp>) {
         if let Some(i) = self.index(seq) {
             let s = &mut self.segs[i];
+            let again = s.retx && s.sent_at == now; // one entry per (time, segment)
+            if !s.retx && !s.sacked {
+                self.skip_fresh[i] = 1;
+            }
             s.retx = true;
             s.sent_at = now;
+            if !again {
+                self.note_resent(now, seq);
+            }
+            let s = &mut self.segs[i];
             if let Some(r) = rate {
                 s.rate = r;
             }
@@ -174,6 +208,7 @@ impl Scoreboard {
             f(s);
             let s = self.segs.pop_front().expect("front");
             self.skip.pop_front();
+            self.skip_fresh.pop_front();
             self.forget(&s);
         }
         if self.high_sacked <= ack {
@@ -235,10 +270,94 @@ impl Scoreboard {
                 self.rtx_bytes -= n;
             }
             self.skip[i] = 1;
+            if !s.retx {
+                self.skip_fresh[i] = 1;
+            }
             self.high_sacked = self.high_sacked.max(s.end);
             i += 1;
         }
         newly
+    }
+
+    /// Records a retransmission in `resent`; drops the entries that can never be
+    /// current again (acknowledged, or resent since) once they outnumber the segments,
+    /// so a flow whose engine never walks the list keeps it bounded.
+    fn note_resent(&mut self, t: SimTime, seq: u64) {
+        self.resent.push_back((t, seq));
+        if self.resent.len() > 2 * self.segs.len() + 64 {
+            let segs = &self.segs;
+            self.resent.retain(|&(t, seq)| {
+                let i = segs.partition_point(|s| s.seq < seq);
+                segs.get(i).is_some_and(|s| s.seq == seq && s.sent_at == t)
+            });
+        }
+    }
+
+    /// `resent` from the segments: every retransmitted one, by send time.
+    fn rebuild_resent(&mut self) {
+        let mut v: Vec<(SimTime, u64)> = (self.segs.iter().filter(|s| s.retx))
+            .map(|s| (s.sent_at, s.seq))
+            .collect();
+        v.sort_unstable();
+        self.resent = v.into();
+    }
+
+    /// Walks the current retransmissions in the order they were sent, handing each
+    /// segment to `visit` until it says [`Visit::Stop`]; marks lost those it says
+    /// [`Visit::Lost`] of (`mark_lost_at`) and returns the bytes newly lost. Entries
+    /// found not current on the way are dropped.
+    pub fn walk_resent(&mut self, mut visit: impl FnMut(&SentSeg) -> Visit) -> u64 {
+        let mut lost = 0;
+        let (mut r, mut w) = (0, 0);
+        while let Some(&(t, seq)) = self.resent.get(r) {
+            let current = self.index(seq).filter(|&i| {
+                let s = &self.segs[i];
+                s.sent_at == t && !s.sacked && !(s.lost && !s.rtx_out)
+            });
+            let Some(i) = current else {
+                r += 1;
+                continue;
+            };
+            match visit(&self.segs[i]) {
+                Visit::Stop => break,
+                Visit::Keep => {}
+                Visit::Lost => lost += self.mark_lost_at(i),
+            }
+            self.resent[w] = (t, seq);
+            w += 1;
+            r += 1;
+        }
+        if w < r {
+            self.resent.drain(w..r);
+        }
+        lost
+    }
+
+    /// The first segment at or after `i` neither SACKed nor retransmitted (`len()` if
+    /// none), as [`Scoreboard::next_unsacked`] over `skip_fresh`.
+    #[inline]
+    pub fn next_fresh(&mut self, i: usize) -> usize {
+        let settled = |s: &SentSeg| s.sacked || s.retx;
+        let n = self.segs.len();
+        if !self.segs.get(i).is_some_and(settled) {
+            return i.min(n);
+        }
+        let j = i + self.skip_fresh[i] as usize;
+        if !self.segs.get(j).is_some_and(settled) {
+            return j.min(n);
+        }
+        let mut j = i;
+        while j < n && settled(&self.segs[j]) {
+            j += self.skip_fresh[j] as usize;
+        }
+        let end = j.min(n);
+        let mut k = i;
+        while k < end {
+            let next = k + self.skip_fresh[k] as usize;
+            self.skip_fresh[k] = (end - k) as u32;
+            k = next;
+        }
+        end
     }
 
     /// The end of the highest SACKed segment; 0 if none is SACKed.
@@ -287,6 +406,8 @@ impl Scoreboard {
         }
         self.sacked_bytes = 0;
         self.high_sacked = 0;
+        self.skip_fresh.iter_mut().for_each(|k| *k = 1);
+        self.rebuild_resent();
     }
 
     /// Linux `tcp_mark_skb_lost` for segment `i`: a retransmission of a lost segment
@@ -319,6 +440,7 @@ impl Scoreboard {
             s.lost = false;
         }
         self.lost_bytes = 0;
+        self.rebuild_resent();
     }
 
     /// The segments, in sequence order.

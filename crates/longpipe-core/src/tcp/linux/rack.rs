@@ -10,7 +10,7 @@
 //! DupThresh trigger this way). D-SACKs widen it by one step (at most once per round
 //! trip), kept for 16 recoveries (`reo_wnd_persist`).
 
-use crate::tcp::sack::{Scoreboard, SentSeg};
+use crate::tcp::sack::{Scoreboard, SentSeg, Visit};
 use crate::time::{SimDuration, SimTime};
 
 /// Recoveries a widened reordering window persists for (`TCP_RACK_RECOVERY_THRESH`).
@@ -103,31 +103,48 @@ impl Rack {
     ) -> u64 {
         let mut lost = 0;
         let mut wait = SimDuration::ZERO;
+        let (xmit_ts, end_seq, rtt) = (self.xmit_ts, self.end_seq, self.rtt);
+        // The segments never retransmitted, in sequence order (their send order), up to
+        // the first one sent after RACK's.
         let mut i = 0;
-        while i < board.segs().len() {
-            let s = &board.segs()[i];
-            if s.sacked {
-                i = board.next_unsacked(i); // delivered
-                continue;
-            }
+        loop {
+            i = board.next_fresh(i);
+            let Some(s) = board.segs().get(i) else { break };
             i += 1;
-            if s.lost && !s.rtx_out {
+            if s.lost {
                 continue; // lost and not yet retransmitted
             }
-            if !sent_after(self.xmit_ts, s.sent_at, self.end_seq, s.end) {
-                if !s.retx {
-                    // never retransmitted: everything after it was sent later still
-                    break;
-                }
-                continue;
+            if !sent_after(xmit_ts, s.sent_at, end_seq, s.end) {
+                break; // everything after it was sent later still
             }
-            let deadline = s.sent_at + self.rtt + reo_wnd;
+            let deadline = s.sent_at + rtt + reo_wnd;
             if deadline <= now {
                 lost += board.mark_lost_at(i - 1);
             } else {
                 wait = wait.max(deadline - now);
             }
         }
+        // The retransmitted ones, in the order they were resent, up to the first resent
+        // after RACK's segment (as Linux walks its time-sorted list). The walk in
+        // sequence order stopped at that first segment, but it skipped no resent one
+        // sent before RACK's: one above it was first sent after it, so resent later
+        // still.
+        lost += board.walk_resent(|s| {
+            if !sent_after(xmit_ts, s.sent_at, end_seq, s.end) {
+                return if s.sent_at > xmit_ts {
+                    Visit::Stop
+                } else {
+                    Visit::Keep // at RACK's instant, above its sequence
+                };
+            }
+            let deadline = s.sent_at + rtt + reo_wnd;
+            if deadline <= now {
+                Visit::Lost
+            } else {
+                wait = wait.max(deadline - now);
+                Visit::Keep
+            }
+        });
         self.reo_deadline = (wait > SimDuration::ZERO).then(|| now + wait);
         lost
     }
@@ -291,9 +308,11 @@ mod tests {
 
     #[test]
     fn detection_over_sacked_runs_matches_the_plain_walk() {
-        // Random sends, retransmissions and SACKs (RACK advanced by each newly SACKed
-        // segment), ACKs and RTOs' SACK clearing: the detection stepping over SACKed
-        // runs marks exactly what the plain walk marks, with the same timer.
+        // Random sends, retransmissions (several at one instant too) and SACKs (RACK
+        // advanced by each newly SACKed segment), ACKs, RTOs' SACK clearing, undos and
+        // loss marks: the detection stepping over SACKed runs and walking the
+        // retransmissions in send order marks exactly what the plain walk in sequence
+        // order marks, with the same timer.
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut rnd = move |n: u64| {
             x ^= x << 13;
@@ -304,7 +323,7 @@ mod tests {
         let (mut fb, mut pb) = (Scoreboard::default(), Scoreboard::default());
         let (mut fr, mut pr) = (Rack::default(), Rack::default());
         let (mut next_seq, mut una, mut now) = (1u64, 1u64, 0u64);
-        for _ in 0..20_000 {
+        for _ in 0..100_000 {
             now += rnd(3) * MS;
             let t = SimTime(now);
             match rnd(10) {
@@ -337,6 +356,14 @@ mod tests {
                 8 if rnd(20) == 0 => {
                     fb.clear_sacked();
                     pb.clear_sacked();
+                }
+                8 if rnd(20) == 0 => {
+                    fb.unmark_lost();
+                    pb.unmark_lost();
+                }
+                9 if !fb.is_empty() => {
+                    let i = rnd(fb.len() as u64) as usize;
+                    assert_eq!(fb.mark_lost_at(i), pb.mark_lost_at(i));
                 }
                 _ => {}
             }
