@@ -80,6 +80,10 @@ pub struct Scoreboard {
     /// dropped when walked (only `clear_sacked` and `unmark_lost` can make a segment
     /// current again, and they rebuild the list).
     resent: VecDeque<(SimTime, u64)>,
+    /// No segment below this index is lost, unSACKed and not being retransmitted (Linux
+    /// `tp->retransmit_skb_hint`): where the retransmission of lost segments starts
+    /// looking. Only `mark_lost_at` makes such a segment, and lowers it.
+    lost_hint: usize,
     /// The end of the highest SACKed segment, 0 if none is SACKed (Linux
     /// `tp->highest_sack`): kept, not searched for on each ACK.
     high_sacked: u64,
@@ -209,6 +213,7 @@ impl Scoreboard {
             let s = self.segs.pop_front().expect("front");
             self.skip.pop_front();
             self.skip_fresh.pop_front();
+            self.lost_hint = self.lost_hint.saturating_sub(1);
             self.forget(&s);
         }
         if self.high_sacked <= ack {
@@ -423,14 +428,33 @@ impl Scoreboard {
             if s.rtx_out {
                 s.rtx_out = false;
                 self.rtx_bytes -= n;
+                self.lost_hint = self.lost_hint.min(i);
                 return n;
             }
             0
         } else {
             s.lost = true;
             self.lost_bytes += n;
+            if !s.rtx_out {
+                self.lost_hint = self.lost_hint.min(i);
+            }
             n
         }
+    }
+
+    /// No segment below index `lost_hint()` is lost, unSACKed and not being
+    /// retransmitted.
+    pub fn lost_hint(&self) -> usize {
+        self.lost_hint
+    }
+
+    /// Raises the hint to `i`: the caller found no such segment below `i`.
+    pub fn set_lost_hint(&mut self, i: usize) {
+        debug_assert!((self.lost_hint..i).all(|j| {
+            let s = &self.segs[j];
+            !s.lost || s.sacked || s.rtx_out
+        }));
+        self.lost_hint = i;
     }
 
     /// Linux stack: forgets every loss mark (an undo: `tcp_undo_cwnd_reduction` with
@@ -721,6 +745,21 @@ mod tests {
                 _ => {}
             }
             assert_eq!(fast.segs, plain.segs);
+            let hint = fast.lost_hint().min(fast.len());
+            assert!(
+                fast.segs
+                    .iter()
+                    .take(hint)
+                    .all(|s| !s.lost || s.sacked || s.rtx_out),
+                "step {step}: a lost segment to resend below the hint"
+            );
+            if rnd(4) == 0 {
+                // what retransmit_lost does: scan from the hint, raise it to the first found
+                let first = (hint..fast.len())
+                    .find(|&j| fast.segs[j].lost && !fast.segs[j].sacked && !fast.segs[j].rtx_out)
+                    .unwrap_or(fast.len());
+                fast.set_lost_hint(first);
+            }
             let high = plain
                 .segs
                 .iter()

@@ -16,7 +16,8 @@ impl Linux {
     /// connection timer also cancels a pending loss probe.
     pub(super) fn retransmit_lost(&mut self, tx: &mut Tx, out: &mut Vec<Seg>) {
         let mut rearm = false;
-        let mut i = 0;
+        // below the hint nothing is to be resent (the scan from 0 would pass it by)
+        let mut i = tx.board.lost_hint();
         while i < tx.board.segs().len() {
             if tx.board.rtx_bytes >= tx.board.lost_bytes {
                 break;
@@ -25,19 +26,22 @@ impl Linux {
                 break;
             }
             let s = tx.board.segs()[i];
-            i += 1;
             if !s.lost || s.sacked || s.rtx_out {
+                i += 1;
                 continue;
             }
             if !tx.pace_ok() {
                 break;
             }
+            i += 1;
             self.retransmit(tx, s.seq, out);
             rearm |= s.seq == tx.snd_una && self.rack.reo_deadline.is_none();
             if self.in_cwnd_reduction() {
                 self.prr.out += 1;
             }
         }
+        // everything below `i` was passed by or has just been resent
+        tx.board.set_lost_hint(i.min(tx.board.segs().len()));
         if rearm {
             tx.restart_rto();
             self.tlp.deadline = None;
