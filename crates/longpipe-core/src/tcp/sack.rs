@@ -317,7 +317,7 @@ impl Scoreboard {
         while let Some(&(t, seq)) = self.resent.get(r) {
             let current = self.index(seq).filter(|&i| {
                 let s = &self.segs[i];
-                s.sent_at == t && !s.sacked && !(s.lost && !s.rtx_out)
+                s.sent_at == t && !s.sacked && (!s.lost || s.rtx_out)
             });
             let Some(i) = current else {
                 r += 1;
