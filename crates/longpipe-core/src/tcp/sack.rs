@@ -117,6 +117,40 @@ pub enum Next {
     Nothing,
 }
 
+/// The first segment at or after `i` not in a set of segments (`segs.len()` if none),
+/// where `skip[k] >= 1` for a member `k` says that `[k, k + skip[k])` are all members:
+/// one jump over a run most often (it was compressed before), else a chain of jumps,
+/// then compressed (union-find's path compression). Members may join the set at any
+/// time with `skip = 1`; one that leaves it takes every `skip` with it (reset to 1).
+#[inline]
+fn skip_run(
+    segs: &VecDeque<SentSeg>,
+    skip: &mut VecDeque<u32>,
+    i: usize,
+    member: impl Fn(&SentSeg) -> bool,
+) -> usize {
+    let n = segs.len();
+    if !segs.get(i).is_some_and(&member) {
+        return i.min(n);
+    }
+    let j = i + skip[i] as usize;
+    if !segs.get(j).is_some_and(&member) {
+        return j.min(n);
+    }
+    let mut j = i;
+    while j < n && member(&segs[j]) {
+        j += skip[j] as usize;
+    }
+    let end = j.min(n);
+    let mut k = i;
+    while k < end {
+        let next = k + skip[k] as usize;
+        skip[k] = (end - k) as u32;
+        k = next;
+    }
+    end
+}
+
 impl Scoreboard {
     pub fn push(&mut self, seq: u64, end: u64, now: SimTime) {
         self.push_stamped(seq, end, now, RateStamp::default());
@@ -342,27 +376,7 @@ impl Scoreboard {
     /// none), as [`Scoreboard::next_unsacked`] over `skip_fresh`.
     #[inline]
     pub fn next_fresh(&mut self, i: usize) -> usize {
-        let settled = |s: &SentSeg| s.sacked || s.retx;
-        let n = self.segs.len();
-        if !self.segs.get(i).is_some_and(settled) {
-            return i.min(n);
-        }
-        let j = i + self.skip_fresh[i] as usize;
-        if !self.segs.get(j).is_some_and(settled) {
-            return j.min(n);
-        }
-        let mut j = i;
-        while j < n && settled(&self.segs[j]) {
-            j += self.skip_fresh[j] as usize;
-        }
-        let end = j.min(n);
-        let mut k = i;
-        while k < end {
-            let next = k + self.skip_fresh[k] as usize;
-            self.skip_fresh[k] = (end - k) as u32;
-            k = next;
-        }
-        end
+        skip_run(&self.segs, &mut self.skip_fresh, i, |s| s.sacked || s.retx)
     }
 
     /// The end of the highest SACKed segment; 0 if none is SACKed.
@@ -374,33 +388,7 @@ impl Scoreboard {
     /// over each SACKed run, amortised (union-find's path compression on `skip`).
     #[inline]
     pub fn next_unsacked(&mut self, i: usize) -> usize {
-        let n = self.segs.len();
-        if !self.segs.get(i).is_some_and(|s| s.sacked) {
-            return i.min(n);
-        }
-        // most often one jump lands past the run (it was compressed before)
-        let j = i + self.skip[i] as usize;
-        if !self.segs.get(j).is_some_and(|s| s.sacked) {
-            return j.min(n);
-        }
-        self.next_unsacked_far(i)
-    }
-
-    /// [`Scoreboard::next_unsacked`] over a chain of jumps, compressing it.
-    fn next_unsacked_far(&mut self, i: usize) -> usize {
-        let n = self.segs.len();
-        let mut j = i;
-        while j < n && self.segs[j].sacked {
-            j += self.skip[j] as usize;
-        }
-        let end = j.min(n);
-        let mut k = i;
-        while k < end {
-            let next = k + self.skip[k] as usize;
-            self.skip[k] = (end - k) as u32;
-            k = next;
-        }
-        end
+        skip_run(&self.segs, &mut self.skip, i, |s| s.sacked)
     }
 
     /// RFC 2018 §8 / RFC 6675 §5.1: after an RTO, forget SACK information (the receiver
