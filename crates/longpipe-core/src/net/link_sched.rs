@@ -16,6 +16,13 @@
 //!   arrival are dropped (`drops_outage`); with `"hold"` the queue keeps filling (up to
 //!   its limit) and the unit in transmission pauses. Units already propagating arrive.
 //! - at one instant a transmission that ends is finished before a change applies.
+//!
+//! A schedule whose changes set only the delay and the loss model (a jitter entry, a
+//! loss period) is *lazy*: those act only on units whose transmission ends after them,
+//! so they are applied when a transmission ends, every change before that instant
+//! first, and cost no event of their own. The draws are the same, in the same order,
+//! and so is every delivery: a transmission takes at least 1 ns (`Rate::tx_time`
+//! rounds up), so a change at the instant it started is before the instant it ends.
 
 use super::{LinkDirConfig, LinkDirection, OUT, TAP};
 use crate::element::{Emit, Frame};
@@ -36,6 +43,8 @@ pub(super) struct TraceTx<U> {
 
 pub(super) struct Sched<U> {
     tl: Timeline,
+    /// Changes applied when a transmission ends, not at their own times (module doc).
+    lazy: bool,
     up: bool,
     outage: Outage,
     reorder: bool,
@@ -80,6 +89,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         self.fifo = None; // a changing rate and outages need the transmitter's timer
         self.sched = Some(Box::new(Sched {
             tl: Timeline::new(s, seed),
+            lazy: s.lazy(),
             up: true,
             outage: s.outage,
             reorder: s.reorder,
@@ -115,7 +125,19 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         }
     }
 
+    /// The same direction applying its changes at their own times (tests compare).
+    #[cfg(test)]
+    fn eager(mut self) -> Self {
+        if let Some(s) = &mut self.sched {
+            s.lazy = false;
+        }
+        self
+    }
+
     pub(super) fn poll_sched(&self, s: &Sched<U>) -> Option<SimTime> {
+        if s.lazy {
+            return self.tx_next(s);
+        }
         earlier(self.tx_next(s), s.tl.next_change())
     }
 
@@ -125,7 +147,10 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         let mut s = self.sched.take().expect("a scheduled direction");
         loop {
             let tx = self.tx_next(&s).filter(|&t| t <= now);
-            let ch = s.tl.next_change().filter(|&t| t <= now);
+            let ch = (!s.lazy)
+                .then(|| s.tl.next_change())
+                .flatten()
+                .filter(|&t| t <= now);
             match (tx, ch) {
                 (Some(t), c) if c.is_none_or(|c| t <= c) => self.tx_event(&mut s, t, out),
                 (_, Some(_)) => {
@@ -182,6 +207,13 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         if s.trace.is_none() {
             let (unit, started, _) = self.in_tx.take().expect("a transmission ends");
             self.c.busy_ns += (t - started).as_nanos();
+            if s.lazy {
+                // every change before this instant (one at it comes after: the tie rule)
+                while let Some(c) = s.tl.next_change().filter(|&c| c < t) {
+                    let (c, ch) = s.tl.pop_due(c).expect("due");
+                    self.apply(s, c, ch, out);
+                }
+            }
             self.deliver(s, t, unit, out);
             if let Some(next) = self.next_unit(t) {
                 self.start(t, next, out);
@@ -366,6 +398,59 @@ mod tests {
             }
         }
         got
+    }
+
+    #[test]
+    fn delay_and_loss_changes_applied_lazily_deliver_as_at_their_times() {
+        // A jitter entry (a delay drawn every 1 ms), loss periods and one-off delays,
+        // some at the very instants transmissions end: applied when a transmission
+        // ends, they deliver and drop exactly what they do applied at their own times,
+        // with no wake-up of their own.
+        let json = r#"[{"every":"1ms","delay":{"min":"0s","max":"3ms"}},
+                        {"every":"7ms","loss":[{"kind":"bernoulli","p":0.5},{"kind":"none"}]},
+                        {"at":"2ms","delay":"1ms"},{"at":"9125us","delay":"4ms"}]"#;
+        for reorder in [false, true] {
+            let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+            let mut arr = vec![];
+            let mut t = 0;
+            for id in 0..400u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                t += [0, 125_000, 250_000, 1_000_000][(x % 4) as usize];
+                arr.push((t, F(id, 125 + (x >> 20) as u32 % 1000)));
+            }
+            let mut lazy = link(json, Outage::Drop, reorder, None);
+            assert!(lazy.sched.as_ref().unwrap().lazy);
+            let mut eager = link(json, Outage::Drop, reorder, None).eager();
+            let (a, b) = (
+                drive(&mut lazy, &arr, 200 * MS),
+                drive(&mut eager, &arr, 200 * MS),
+            );
+            assert_eq!(a, b, "reorder {reorder}");
+            assert!(
+                a.len() > 100 && a.len() < 390,
+                "some lost, most delivered: {}",
+                a.len()
+            );
+            let (ma, mb) = (
+                lazy.metrics(SimTime(200 * MS)),
+                eager.metrics(SimTime(200 * MS)),
+            );
+            assert_eq!(
+                (ma.drops_loss, ma.packets, ma.busy_ns),
+                (mb.drops_loss, mb.packets, mb.busy_ns)
+            );
+        }
+        // a rate change, an outage or a trace keeps every change at its own time
+        for json in [
+            r#"[{"every":"1ms","delay":"1ms","rate":"4Mbps"}]"#,
+            r#"[{"every":"1ms","delay":"1ms"},{"at":"5ms","up":false}]"#,
+            r#"[{"every":"10ms","down_for":"1ms"}]"#,
+        ] {
+            let l = link(json, Outage::Drop, false, None);
+            assert!(!l.sched.as_ref().unwrap().lazy, "{json}");
+        }
     }
 
     #[test]

@@ -138,6 +138,12 @@ impl OnceChanges {
         (0..self.len()).filter_map(|i| self.get(i))
     }
 
+    /// Whether every change sets only the delay and the loss model (nothing the
+    /// transmitter or the queue sees).
+    pub fn only_delay_and_loss(&self) -> bool {
+        self.at.iter().all(|c| c.1.bits & (SET_RATE | SET_UP) == 0)
+    }
+
     /// The fastest rate a change sets, if any sets one.
     fn max_rate(&self) -> Option<Rate> {
         self.at
@@ -184,6 +190,13 @@ impl Periodic {
             || self.up.is_some()
             || self.down_for.is_some()
     }
+
+    /// Whether a tick sets only the delay and the loss model of direction `dir`.
+    pub fn only_delay_and_loss(&self, dir: usize) -> bool {
+        let rate =
+            self.rate[dir].is_some() || (dir == 1 && self.mirror_rate && self.rate[0].is_some());
+        !rate && self.up.is_none() && self.down_for.is_none()
+    }
 }
 
 /// A direction's schedule: what its link direction needs to build its stage.
@@ -201,6 +214,18 @@ pub struct DirSchedule {
 }
 
 impl DirSchedule {
+    /// Whether every change sets only the delay and the loss model: they act only on
+    /// units whose transmission ends after them, so the direction can apply them when a
+    /// transmission ends, with no event of their own (`link_sched.rs`).
+    pub fn lazy(&self) -> bool {
+        self.trace.is_none()
+            && self.once.only_delay_and_loss()
+            && self
+                .periodic
+                .iter()
+                .all(|p| p.only_delay_and_loss(self.dir))
+    }
+
     /// Whether anything can change (a direction with only `reorder` or `outage` set
     /// and nothing scheduled needs no stage).
     pub fn is_active(&self) -> bool {
