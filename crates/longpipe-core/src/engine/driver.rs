@@ -233,48 +233,61 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     }
 
     fn route(&mut self, now: SimTime, from: ElemId, out: &mut Vec<Emit<U>>) {
-        let (mut base, mut len) = self.first[from as usize];
+        let mut ports = self.first[from as usize];
+        // most calls emit one unit: no drain to set up and tear down for it
+        if out.len() == 1 {
+            let e = out.pop().expect("one unit");
+            return self.route_one(now, from, e, &mut ports);
+        }
         for e in out.drain(..) {
-            match e {
-                Emit::Now { port, mut unit } => {
-                    unit.stamp(&mut self.next_uid);
-                    let to = if (port as u32) < len {
-                        self.ports[(base + port as u32) as usize].to
-                    } else {
-                        UNWIRED
-                    };
-                    if to == UNWIRED {
-                        self.exits.push((now, from, port, unit));
-                    } else {
-                        self.dispatch(now, to.0, to.1, unit);
-                    }
+            self.route_one(now, from, e, &mut ports);
+        }
+    }
+
+    /// Hands on one unit `from` emitted; `ports`: where `from`'s output ports are in
+    /// `self.ports` (first, count), refreshed when a new lane moves them.
+    #[inline]
+    fn route_one(&mut self, now: SimTime, from: ElemId, e: Emit<U>, ports: &mut (u32, u32)) {
+        let (base, len) = *ports;
+        match e {
+            Emit::Now { port, mut unit } => {
+                unit.stamp(&mut self.next_uid);
+                let to = if (port as u32) < len {
+                    self.ports[(base + port as u32) as usize].to
+                } else {
+                    UNWIRED
+                };
+                if to == UNWIRED {
+                    self.exits.push((now, from, port, unit));
+                } else {
+                    self.dispatch(now, to.0, to.1, unit);
                 }
-                Emit::At { at, port, mut unit } => {
-                    debug_assert!(at >= now, "an element emitted into the past");
-                    unit.stamp(&mut self.next_uid);
-                    // Timed units over one output mostly come in time order (a link's
-                    // delay line): they share a lane, wired (a delivery) or not (an
-                    // exit: a wall-clock driver's link directions end in unwired ports).
-                    let p = if (port as u32) < len {
-                        self.ports[(base + port as u32) as usize]
-                    } else {
-                        NO_PORT
-                    };
-                    let lane = if p.lane != u32::MAX {
-                        p.lane
-                    } else {
-                        let lane = self.new_lane(from, port);
-                        // (an unwired port beyond the element's ports moved them)
-                        (base, len) = self.first[from as usize];
-                        lane
-                    };
-                    let ev = if p.to == UNWIRED {
-                        Ev::Exit(from, port, unit)
-                    } else {
-                        Ev::Deliver(p.to.0, p.to.1, unit)
-                    };
-                    self.q.schedule_in(lane, at.max(now), ev);
-                }
+            }
+            Emit::At { at, port, mut unit } => {
+                debug_assert!(at >= now, "an element emitted into the past");
+                unit.stamp(&mut self.next_uid);
+                // Timed units over one output mostly come in time order (a link's
+                // delay line): they share a lane, wired (a delivery) or not (an
+                // exit: a wall-clock driver's link directions end in unwired ports).
+                let p = if (port as u32) < len {
+                    self.ports[(base + port as u32) as usize]
+                } else {
+                    NO_PORT
+                };
+                let lane = if p.lane != u32::MAX {
+                    p.lane
+                } else {
+                    let lane = self.new_lane(from, port);
+                    // (an unwired port beyond the element's ports moved them)
+                    *ports = self.first[from as usize];
+                    lane
+                };
+                let ev = if p.to == UNWIRED {
+                    Ev::Exit(from, port, unit)
+                } else {
+                    Ev::Deliver(p.to.0, p.to.1, unit)
+                };
+                self.q.schedule_in(lane, at.max(now), ev);
             }
         }
     }
