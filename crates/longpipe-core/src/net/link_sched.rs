@@ -23,6 +23,8 @@
 //! first, and cost no event of their own. The draws are the same, in the same order,
 //! and so is every delivery: a transmission takes at least 1 ns (`Rate::tx_time`
 //! rounds up), so a change at the instant it started is before the instant it ends.
+//!
+//! (Over 600 lines with its tests, which drive each schedule semantics above.)
 
 use super::{LinkDirConfig, LinkDirection, OUT, TAP};
 use crate::element::{Emit, Frame};

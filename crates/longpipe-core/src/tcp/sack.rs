@@ -5,6 +5,9 @@
 //! answers RFC 6675's questions: IsLost, SetPipe (`pipe`) and NextSeg.
 //! Invariant: segments are contiguous, ordered, and none is below snd_una.
 //!
+//! (Over 600 lines with its tests: the randomized tests that hold the skip structures
+//! to the plain walks they replace sit beside them.)
+//!
 //! Scans step over SACKed runs ([`Scoreboard::next_unsacked`]), as Linux's loss
 //! detection walks a list that holds no SACKed skb (`tcp_rack_detect_loss` over
 //! `tsorted_sent_queue`) and its SACK tagging skips what it has tagged: without that a
