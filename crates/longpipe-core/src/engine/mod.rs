@@ -141,8 +141,9 @@ impl LazyHeap {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && self.v[r].before(&self.v[l]) {
-                r
+            // the earlier child without a branch (which one it is is a coin toss)
+            let c = if r < n {
+                l + self.v[r].before(&self.v[l]) as usize
             } else {
                 l
             };
