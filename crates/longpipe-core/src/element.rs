@@ -18,7 +18,8 @@
 //! Invariants a driver relies on: `handle_timeout(now)` is only called at or after the
 //! time `poll_timeout()` returned; an `Emit::At` time is never before the `now` of the
 //! call that emitted it; an element's `poll_timeout` may change only through its own
-//! calls.
+//! calls; a unit an element passes straight through ([`Element::pass_through`]) is one
+//! it would have emitted unchanged, at once, changing nothing.
 
 use crate::time::SimTime;
 
@@ -99,6 +100,22 @@ pub trait Element<U> {
     fn wakes(&self) -> bool {
         true
     }
+    /// True for an element that may pass units straight through
+    /// ([`Element::pass_through`]); a driver asks once, when the element is added.
+    fn passes(&self) -> bool {
+        false
+    }
+    /// `Some(out)` when handing `unit` to input `port` now would do nothing but emit it
+    /// unchanged, at once, on output `out`: no state or counter changes, no wake-up
+    /// (a router or a host forwarding a packet, whose route is fixed). A driver may then
+    /// hand the unit straight to what `out` is wired to, at the time it would have
+    /// reached this element, without calling [`Element::handle`]. The answer for a unit
+    /// must not change while the element runs (a driver asks when a timed unit is
+    /// emitted toward it, before its time). Asked only of elements whose
+    /// [`Element::passes`] is true.
+    fn pass_through(&self, _port: PortId, _unit: &U) -> Option<PortId> {
+        None
+    }
     /// Runs what is due at `now`.
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>);
     /// Counters since time zero, as they stand at `now`.
@@ -117,6 +134,12 @@ impl<U, T: Element<U> + ?Sized> Element<U> for Box<T> {
     }
     fn wakes(&self) -> bool {
         (**self).wakes()
+    }
+    fn passes(&self) -> bool {
+        (**self).passes()
+    }
+    fn pass_through(&self, port: PortId, unit: &U) -> Option<PortId> {
+        (**self).pass_through(port, unit)
     }
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
         (**self).handle_timeout(now, out)

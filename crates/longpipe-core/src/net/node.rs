@@ -112,6 +112,17 @@ impl<U: PacketUnit> Element<U> for Forwarder {
         false
     }
 
+    fn passes(&self) -> bool {
+        true
+    }
+
+    /// A routed packet passes straight through (an unroutable one or a cell is
+    /// handled: it is counted).
+    #[inline]
+    fn pass_through(&self, _port: PortId, unit: &U) -> Option<PortId> {
+        self.route(unit.packet()?)
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) {}

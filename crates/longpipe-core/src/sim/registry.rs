@@ -55,6 +55,13 @@ macro_rules! elements {
             fn wakes(&self) -> bool {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::wakes(e)),* }
             }
+            fn passes(&self) -> bool {
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::passes(e)),* }
+            }
+            #[inline]
+            fn pass_through(&self, port: PortId, unit: &Unit) -> Option<PortId> {
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::pass_through(e, port, unit)),* }
+            }
             #[inline]
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::handle_timeout(e, now, out)),* }
