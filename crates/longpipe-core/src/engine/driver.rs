@@ -265,7 +265,12 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                 } else {
                     UNWIRED
                 };
-                let (from, port, to) = self.through(from, port, to, &unit);
+                let (from, port, to) = match to {
+                    (id, _) if id != ElemId::MAX && self.passes[id as usize] => {
+                        self.through(from, port, to, &unit)
+                    }
+                    _ => (from, port, to),
+                };
                 if to == UNWIRED {
                     self.exits.push((now, from, port, unit));
                 } else {
@@ -292,7 +297,12 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                     lane
                 };
                 // (the lane stays that of `from`'s port: its units still come in order)
-                let (from, port, to) = self.through(from, port, p.to, &unit);
+                let (from, port, to) = match p.to {
+                    (id, _) if id != ElemId::MAX && self.passes[id as usize] => {
+                        self.through(from, port, p.to, &unit)
+                    }
+                    _ => (from, port, p.to),
+                };
                 let ev = if to == UNWIRED {
                     Ev::Exit(from, port, unit)
                 } else {
@@ -307,7 +317,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     /// that pass it straight through are skipped: (the last element it leaves, its
     /// port, where that is wired). A pass-through element's answer does not depend on
     /// time, so a timed unit can be resolved when it is emitted.
-    #[inline]
+    #[inline(never)]
     fn through(
         &self,
         mut from: ElemId,
