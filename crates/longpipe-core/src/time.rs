@@ -107,7 +107,13 @@ pub struct Rate(pub u64);
 impl Rate {
     /// Serialization time of `bytes` octets, rounded up to the next nanosecond so that a
     /// link never transmits faster than its rate.
+    #[inline]
     pub fn tx_time(self, bytes: u64) -> SimDuration {
+        // Any unit shorter than 2.3 GB: in 64 bits, without the 128-bit division
+        // routine (the same quotient).
+        if let Some(bits) = bytes.checked_mul(8 * 1_000_000_000) {
+            return SimDuration(bits.div_ceil(self.0));
+        }
         let bits = bytes as u128 * 8 * 1_000_000_000u128;
         let r = self.0 as u128;
         SimDuration(bits.div_ceil(r) as u64)
@@ -124,6 +130,19 @@ mod tests {
     fn tx_time_rounds_up() {
         assert_eq!(Rate(10_000_000).tx_time(1500), SimDuration(1_200_000));
         assert_eq!(Rate(3).tx_time(1), SimDuration(2_666_666_667));
+        // both sides of the 64-bit path agree with the exact quotient
+        for (rate, bytes) in [
+            (1u64, 2_305_843_009u64),
+            (7, 2_305_843_010),
+            (u64::MAX, u64::MAX),
+        ] {
+            let exact = (bytes as u128 * 8_000_000_000).div_ceil(rate as u128) as u64;
+            assert_eq!(
+                Rate(rate).tx_time(bytes),
+                SimDuration(exact),
+                "{rate} {bytes}"
+            );
+        }
     }
     #[test]
     fn durations_display_in_their_largest_exact_unit() {

@@ -325,16 +325,17 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         mut to: (ElemId, PortId),
         unit: &U,
     ) -> (ElemId, PortId, (ElemId, PortId)) {
-        while to != UNWIRED && self.passes[to.0 as usize] {
+        // (an unwired port's element is ElemId::MAX: no element passes it)
+        while self.passes.get(to.0 as usize) == Some(&true) {
             let Some(out) = self.elems[to.0 as usize].pass_through(to.1, unit) else {
                 break;
             };
-            (from, port) = (to.0, out);
+            from = to.0;
+            port = out;
             let (base, len) = self.first[from as usize];
-            to = if (out as u32) < len {
-                self.ports[(base + out as u32) as usize].to
-            } else {
-                UNWIRED
+            to = match self.ports.get((base + out as u32) as usize) {
+                Some(p) if (out as u32) < len => p.to,
+                _ => UNWIRED,
             };
         }
         (from, port, to)
