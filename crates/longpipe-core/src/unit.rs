@@ -87,4 +87,11 @@ impl CellUnit for Unit {
             u => Err(u),
         }
     }
+    #[inline]
+    fn cell(&self) -> Option<&Cell> {
+        match self {
+            Unit::Cell(c) => Some(c),
+            Unit::Packet(_) => None,
+        }
+    }
 }

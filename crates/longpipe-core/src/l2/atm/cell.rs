@@ -46,6 +46,7 @@ pub struct Cell {
 pub trait CellUnit: PacketUnit {
     fn from_cell(c: Cell) -> Self;
     fn into_cell(self) -> Result<Cell, Self>;
+    fn cell(&self) -> Option<&Cell>;
 }
 
 impl Frame for Cell {

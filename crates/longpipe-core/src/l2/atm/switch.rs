@@ -16,10 +16,9 @@ use crate::time::SimTime;
 use std::sync::Arc;
 
 crate::counters! {
-    /// Counters of a switch.
+    /// Counters of a switch. (Cells switched are the output lines' `cells_in`: a cell
+    /// on an unpoliced input passes straight through, uncounted here.)
     pub struct SwitchCounters {
-        /// Cells switched.
-        pub cells: u64,
         /// Cells tagged by UPC, per input port and per VC.
         pub tagged_by_port: PerIndex<u64>,
         pub tagged_by_vc: PerIndex<u64>,
@@ -69,13 +68,10 @@ impl<U: CellUnit> Element<U> for AtmSwitch {
             }
         }
         match self.routes.next(self.node, cell.dst as usize) {
-            Some(p) => {
-                self.c.cells += 1;
-                out.push(Emit::Now {
-                    port: p,
-                    unit: U::from_cell(cell),
-                });
-            }
+            Some(p) => out.push(Emit::Now {
+                port: p,
+                unit: U::from_cell(cell),
+            }),
             None => self.c.stray += 1,
         }
     }
@@ -86,6 +82,20 @@ impl<U: CellUnit> Element<U> for AtmSwitch {
 
     fn wakes(&self) -> bool {
         false
+    }
+
+    fn passes(&self) -> bool {
+        true
+    }
+
+    /// A routed cell on an input without UPC passes straight through (a policed input
+    /// runs its GCRA; a packet or a cell without a route is counted as stray).
+    #[inline]
+    fn pass_through(&self, port: PortId, unit: &U) -> Option<PortId> {
+        if matches!(self.upc.get(port as usize), Some(Some(_))) {
+            return None;
+        }
+        self.routes.next(self.node, unit.cell()?.dst as usize)
     }
 
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
@@ -161,9 +171,40 @@ mod tests {
             ]
         );
         let m = metrics(&s, SimTime(20));
-        assert_eq!(m.cells, 6);
         assert_eq!(m.tagged_by_port.0, [1, 0, 0]);
         assert_eq!(m.tagged_by_vc.0, [0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn a_cell_passes_straight_through_only_where_handling_it_would_change_nothing() {
+        // port 0 polices; ports 1 and 2 do not
+        let mut s = switch(vec![Some(Gcra::new(10, 0)), None, None]);
+        for (port, c) in [
+            (0, cell(0, 3, false)),
+            (1, cell(2, 3, false)),
+            (2, cell(3, 1, true)),
+            (1, cell(1, 2, false)),
+        ] {
+            let passed = Element::<Unit>::pass_through(&s, port, &c);
+            let before = metrics(&s, SimTime(0));
+            let mut out = vec![];
+            s.handle(SimTime(0), port, c, &mut out);
+            let after = metrics(&s, SimTime(0));
+            match passed {
+                Some(p) => {
+                    assert_eq!(emitted(&out).iter().map(|e| e.0).collect::<Vec<_>>(), [p]);
+                    assert_eq!(
+                        format!("{before:?}"),
+                        format!("{after:?}"),
+                        "nothing counted"
+                    );
+                }
+                // policed (port 0), or no route toward node 2 (counted stray)
+                None => assert!(port == 0 || after.stray == before.stray + 1),
+            }
+        }
+        let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
+        assert_eq!(Element::<Unit>::pass_through(&s, 1, &Unit::Packet(p)), None);
     }
 
     #[test]
