@@ -10,9 +10,9 @@
 //! delayed ACKs: an upper bound), plus the endpoints' timers; an RLC direction adds its
 //! TTI wake-ups, a scheduled direction the changes that are events of their own (none
 //! where they set only the delay and the loss model: `DirSchedule::events`; flows are
-//! counted at its fastest scheduled rate); an ATM direction into a switch adds one event per cell (a data
-//! packet's AAL5 cells, an ACK's one). Losses, which add retransmissions but mostly cut the
-//! rate, are ignored.
+//! counted at its fastest scheduled rate); an ATM direction into a switch adds one event
+//! per cell (a data packet's AAL5 cells, an ACK's one). Losses, which add retransmissions
+//! but mostly cut the rate, are ignored.
 //!
 //! Timers, which fire whether or not packets flow: each flow's retransmission timer is
 //! counted as one chain of timeouts that never gets an answer (RFC 6298 (5.5): the first
