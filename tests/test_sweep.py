@@ -179,6 +179,82 @@ def test_a_format_1_store_is_read_and_extended(tmp_path):
     assert json.loads((d / "sweep.json").read_text())["format"] == 2
 
 
+def test_a_sweep_stores_and_reads_its_runs_without_importing_pandas(tmp_path, tiny):
+    """PyArrow's ``pa.array`` (on any list) and ``pq.read_table`` import pandas, 0.17 s at
+    the end of every sweep; the store builds and reads its parts without them. Two
+    sweeps into one store, in a fresh interpreter: the second one's compaction reads the
+    first one's part and folds it with its own runs into one part, which PyArrow's own
+    reader reads as the store does."""
+    import importlib.util
+
+    import pyarrow.parquet as pq
+
+    from longpipe.sweeps.store import Store
+
+    if importlib.util.find_spec("pandas") is None:
+        pytest.skip("pandas is not installed: nothing could import it")
+    out = tmp_path / "out"
+    code = (
+        "import sys, longpipe\n"
+        "for n in (2, 3):\n"
+        f"    longpipe.sweep({str(tiny)!r}, {{'flow.tcp': ['newreno', 'hybla']}}, seeds=n, out={str(out)!r}, jobs=1)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False", "pandas was imported"
+    (part,) = (out / "runs").glob("part-*.parquet")
+    rows = Store(out).read()
+    assert len(rows) == 6
+    direct = pq.read_table(part).to_pylist()
+    for x in direct:
+        x["seed"] %= 2**64
+    assert rows == direct
+
+
+def test_parts_are_the_tables_pa_array_builds(tmp_path):
+    """A part's table, built from buffers, is the one ``pa.array`` builds from the same
+    values (every column type, nulls, seeds from 2^63, NaN, -0.0, non-ASCII text), in
+    the same Parquet bytes; a value of the wrong type is refused naming its column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from longpipe.sweeps.rows import METRICS, _user_metric_types
+    from longpipe.sweeps.storefiles import _fixed_types, _signature, part_bytes, part_table
+
+    def row(i):
+        r = {"run_id": f"{i:016x}", "scenario_hash": "h\u00e9\u2603" * (i % 3), "longpipe_version": "0.1.0",
+             "seed": [0, 2**63 - 1, 2**63, 2**64 - 1][i % 4], "flow.tcp": ["newreno", "", "\u2603"][i % 3],
+             "flow.mss": [500, -3, 2**62][i % 3], "link.loss.p": [0.01, -0.0, math.nan][i % 3], "flow.sack": i % 2 == 0}
+        for k, (m, t, _) in enumerate(METRICS):
+            vals = ([0.5, -0.0, math.nan, math.inf, None] if t == "float64" else [0, -1, 2**63 - 1, -(2**63), None])
+            r[m] = vals[(i + k) % 5]
+        for m, t in _user_metric_types().items():
+            r[m] = None if i % 3 == 0 else {"float64": 1.25 * i, "int64": i, "string": "u" * i, "bool": i % 2 == 0}[t]
+        r["result"] = json.dumps({"flows": [], "x": "\u00fc" * i})
+        return r
+
+    rows = [row(i) for i in range(11)]
+    sig = _signature(rows[0], _fixed_types())
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+    ref = pa.Table.from_arrays(
+        [pa.array([(r[k] - 2**64 if r[k] >= 2**63 else r[k]) if k == "seed" else r[k] for r in rows], type=types[t])
+         for k, t in sig], schema=pa.schema([pa.field(k, types[t]) for k, t in sig]))
+    got = part_table(rows)
+    assert got.schema == ref.schema
+    assert repr(got.to_pylist()) == repr(ref.to_pylist())  # (NaN is not equal to itself)
+    assert [c.null_count for c in got.columns] == [c.null_count for c in ref.columns]
+    buf = io.BytesIO()
+    pq.write_table(ref, buf, compression="zstd", compression_level=3, store_schema=True, write_statistics=False)
+    assert part_bytes(rows) == buf.getvalue()
+    for col, bad in [("events", 1.5), ("events", True), ("goodput_bps", "1"), ("scenario_hash", 7)]:
+        with pytest.raises(TypeError, match=f"column {col!r}"):
+            part_table([{**rows[1], col: bad}])
+    with pytest.raises(OverflowError, match="column 'events'"):
+        part_table([{**rows[1], "events": 2**63}])
+
+
 def _sweep_cmd(scenario, out, jobs):
     return [sys.executable, "-m", "longpipe", "sweep", str(scenario), "--grid", "flow.tcp=newreno,hybla,reno",
             "--grid", "link[0].loss.p=1e-3..3e-2:log:4", "--seeds", "4", "--out", str(out), "--jobs", str(jobs),

@@ -36,7 +36,12 @@ def _signature(row: Mapping[str, Any], fixed: Mapping[str, str]) -> tuple[tuple[
 
 
 def part_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Rows of one signature (see :func:`_signature`) as an Arrow table, in the given order."""
+    """Rows of one signature (see :func:`_signature`) as an Arrow table, in the given order.
+
+    Each column is built from its buffers (:func:`_column`), not with ``pa.array``: that
+    call, on any Python list or NumPy array, first asks whether the values are pandas
+    objects, which imports pandas (0.17 s, measured with ``python -X importtime``) at
+    the end of every sweep that stores its runs."""
     import pyarrow as pa
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
@@ -50,8 +55,65 @@ def part_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
             vals = [r[k] for r in rows]
         else:
             vals = [_param_type(r[k])[1] for r in rows]
-        arrays.append(pa.array(vals, type=types[t]))
+        arrays.append(_column(vals, t, k))
     return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(k, types[t]) for k, t in sig]))
+
+
+def _bits(flags: Sequence[bool]) -> bytes:
+    """Booleans as an Arrow bitmap (least significant bit first)."""
+    out = bytearray((len(flags) + 7) // 8)
+    for i, f in enumerate(flags):
+        if f:
+            out[i >> 3] |= 1 << (i & 7)
+    return bytes(out)
+
+
+def _column(vals: Sequence[Any], t: str, name: str) -> pa.Array:
+    """A column of arrow type ``t`` (one of :data:`_ARROW_TYPES`) holding ``vals`` (None:
+    null), from its validity bitmap and value buffers (Arrow columnar format: little-
+    endian values, a string column's int32 offsets and UTF-8 bytes). A value of another
+    type raises TypeError naming the column (integers out of 64 bits OverflowError)."""
+    import sys
+    from array import array
+
+    import pyarrow as pa
+
+    n = len(vals)
+    valid = [v is not None for v in vals]
+    validity = None if all(valid) else pa.py_buffer(_bits(valid))
+    buffers: list[Any]
+    try:
+        if t == "string":
+            data = [v.encode("utf-8") if isinstance(v, str) else _not(v, t) for v in vals]
+            offsets = array("i", [0])
+            end = 0
+            for b in data:
+                end += len(b)
+                offsets.append(end)  # past 2^31 - 1 bytes: OverflowError
+            buffers = [offsets, b"".join(data)]
+        elif t == "bool":
+            buffers = [_bits([bool(v) if isinstance(v, bool) else _not(v, t) for v in vals])]
+        elif t == "int64":
+            buffers = [array("q", [v if isinstance(v, int) and not isinstance(v, bool) else _not(v, t) for v in vals])]
+        else:  # float64: an int only if the double holds it exactly (as pa.array)
+            buffers = [array("d", [v if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)
+                                                                and float(v) == v) else _not(v, t) for v in vals])]
+    except (TypeError, OverflowError) as e:
+        raise type(e)(f"column {name!r}: {e}") from None
+    if sys.byteorder != "little":
+        for b in buffers:
+            if isinstance(b, array):
+                b.byteswap()
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+    return pa.Array.from_buffers(types[t], n, [validity, *(pa.py_buffer(b) for b in buffers)])
+
+
+def _not(v: Any, t: str) -> Any:
+    """The placeholder of a null (None) in a column of type ``t``; TypeError for a value
+    that is not of that type."""
+    if v is None:
+        return b"" if t == "string" else False if t == "bool" else 0
+    raise TypeError(f"{v!r:.40} ({type(v).__name__}) in a {t} column")
 
 
 def part_bytes(rows: Sequence[Mapping[str, Any]]) -> bytes:
@@ -235,8 +297,9 @@ def _parquet(raw: bytes) -> pa.Table:
 
     try:
         # no thread pools (Arrow's pool threads alive at interpreter exit can abort the
-        # process, apache/arrow#34314)
-        return pq.read_table(pa.BufferReader(raw), use_threads=False, pre_buffer=False)
+        # process, apache/arrow#34314); ParquetFile, not pq.read_table, which imports
+        # pyarrow.dataset and with it pandas (see part_table)
+        return pq.ParquetFile(pa.BufferReader(raw), pre_buffer=False).read(use_threads=False)
     except Exception as e:  # pyarrow raises many kinds (ArrowInvalid, OSError, ...) on damaged bytes
         raise RunFileError(f"not a readable Parquet file ({_first_sentence(e)})") from None
 

@@ -27,7 +27,7 @@
 //! (Over 600 lines with its tests, which drive each schedule semantics above.)
 
 use super::{LinkDirConfig, LinkDirection, OUT, TAP};
-use crate::element::{Emit, Frame};
+use crate::element::{Class, Emit, Frame};
 use crate::net::loss::LossState;
 use crate::net::schedule::{Change, DirSchedule, Outage, Timeline};
 use crate::net::trace::{Cursor, OPPORTUNITY_BYTES, PACKET_OVERHEAD};
@@ -191,6 +191,9 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     fn deliver(&mut self, s: &mut Sched<U>, t: SimTime, unit: U, out: &mut Vec<Emit<U>>) {
         if self.loss.lose(&unit) {
             self.c.drops_loss += 1;
+            if unit.class() == Class::Low {
+                self.c.class.drops_loss_low += 1;
+            }
             return;
         }
         let mut at = t + self.delay;
@@ -237,6 +240,9 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
                     let size = unit.wire_len();
                     self.c.packets += 1;
                     self.c.bytes += size as u64;
+                    if unit.class() == Class::Low {
+                        self.c.class.packets_low += 1;
+                    }
                     self.c.busy_ns += tr.capacity.tx_time((size + PACKET_OVERHEAD) as u64).0;
                     if self.tap {
                         out.push(Emit::Now {
@@ -324,7 +330,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
 #[cfg(test)]
 mod tests {
     use super::super::{LinkDirConfig, LinkDirection};
-    use crate::element::{Element, Emit, Frame, PortId};
+    use crate::element::{Class, Element, Emit, Frame, PortId};
     use crate::net::loss::{LossModel, LossState};
     use crate::net::queue::QueueConfig;
     use crate::net::schedule::{resolve, LinkShape, Outage, ScheduleSpec};
@@ -335,9 +341,18 @@ mod tests {
 
     #[derive(Clone, Debug, PartialEq)]
     struct F(u32, u32); // (id, bytes)
+    /// Units with an id from here up are [`Class::Low`].
+    const LOW: u32 = 1_000_000;
     impl Frame for F {
         fn wire_len(&self) -> u32 {
             self.1
+        }
+        fn class(&self) -> Class {
+            if self.0 >= LOW {
+                Class::Low
+            } else {
+                Class::Normal
+            }
         }
     }
 
@@ -629,5 +644,29 @@ mod tests {
             drive(&mut l, &[(4_000_001 * MS / 1000, F(9, 100))], 100_000 * MS),
             [(d + 4_001 * MS, 9)]
         );
+    }
+
+    #[test]
+    fn losses_and_transmissions_of_low_class_units_are_counted_by_class() {
+        // Every unit is lost from 1 ms on (a loss period), on a timed transmitter and on
+        // a trace-driven one: the low-class counters take the Low units, as on a fixed
+        // direction (link.rs).
+        let json = r#"[{"at":"1ms","loss":{"kind":"bernoulli","p":1.0}}]"#;
+        for trace in [None, Some("1\n")] {
+            let mut l = link(json, Outage::Drop, false, trace);
+            let arr = [
+                (0, F(0, 100)),      // leaves before the loss period
+                (0, F(LOW, 100)),    // the same
+                (2 * MS, F(1, 100)), // lost
+                (2 * MS, F(LOW + 1, 100)),
+                (2 * MS, F(LOW + 2, 100)),
+            ];
+            let got = drive(&mut l, &arr, 100 * MS);
+            let ids: Vec<u32> = got.iter().map(|g| g.1).collect();
+            assert_eq!(ids, [0, LOW], "{trace:?}");
+            let m = l.metrics(SimTime(100 * MS));
+            assert_eq!((m.packets, m.class.packets_low), (5, 3), "{trace:?}");
+            assert_eq!((m.drops_loss, m.class.drops_loss_low), (3, 2), "{trace:?}");
+        }
     }
 }

@@ -8,10 +8,11 @@
 //! its size. Each data packet costs about two events per hop (end of transmission,
 //! delivery) on the way out and its ACK as many on the way back (counted without
 //! delayed ACKs: an upper bound), plus the endpoints' timers; an RLC direction adds its
-//! TTI wake-ups, a scheduled direction its changes (and flows are counted at its
-//! fastest scheduled rate); an ATM direction into a switch adds one event per cell (a data
-//! packet's AAL5 cells, an ACK's one). Losses, which add retransmissions but mostly cut the
-//! rate, are ignored.
+//! TTI wake-ups, a scheduled direction the changes that are events of their own (none
+//! where they set only the delay and the loss model: `DirSchedule::events`; flows are
+//! counted at its fastest scheduled rate); an ATM direction into a switch adds one event
+//! per cell (a data packet's AAL5 cells, an ACK's one). Losses, which add retransmissions
+//! but mostly cut the rate, are ignored.
 //!
 //! Timers, which fire whether or not packets flow: each flow's retransmission timer is
 //! counted as one chain of timeouts that never gets an answer (RFC 6298 (5.5): the first
@@ -317,7 +318,7 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
     for (i, l) in sc.links.iter().enumerate() {
         for (k, d) in l.dirs.iter().enumerate() {
             if let Some(s) = &d.link.sched {
-                events += s.changes(sc.duration);
+                events += s.events(sc.duration);
             }
             // a link layer's own wake-ups while it carries traffic
             let busy = load[2 * i + k] > 0.0;
@@ -523,5 +524,52 @@ mod tests {
             (atm / plain - (12.0 + 33.0) / 12.0).abs() < 1e-9,
             "{atm} vs {plain}"
         );
+    }
+
+    #[test]
+    fn a_schedule_counts_only_the_changes_that_are_events() {
+        let sc = |sched: &str| {
+            valid(&format!(
+                r#"{{"duration":"10s","link":[{{"a":"s","b":"c","rate":"10Mbps","delay":"20ms",
+                "schedule":[{sched}]}}],"flow":[{{"src":"s","dst":"c","rwnd":"1MB"}}]}}"#
+            ))
+        };
+        let none = estimate(&valid(
+            r#"{"duration":"10s","link":[{"a":"s","b":"c","rate":"10Mbps","delay":"20ms"}],
+            "flow":[{"src":"s","dst":"c","rwnd":"1MB"}]}"#,
+        ))
+        .events;
+        // jitter and loss periods are applied when a transmission ends (link_sched.rs):
+        // no event of their own, in either direction
+        let lazy = r#"{"every":"1ms","delay":{"min":"10ms","max":"30ms"}},
+            {"every":"1s","loss":[{"kind":"bernoulli","p":0.01},{"kind":"none"}]},
+            {"at":"5s","delay":"25ms"}"#;
+        assert_eq!(estimate(&sc(lazy)).events, none);
+        // a rate tick is an event in each direction (the link's one rate): 10 001 ticks
+        // in 10 s (at 0, 1 ms, ..., 10 s) each; the same rate, so the flows cost the same
+        let rate = r#"{"every":"1ms","rate":"10Mbps"}"#;
+        assert_eq!(estimate(&sc(rate)).events - none, 2.0 * 10_001.0);
+        // with it the other changes are events too: the jitter's ticks and the one-off
+        // delay in both directions, the loss periods' 11 ticks only a->b (no `loss_ba`)
+        let eager = format!("{rate},{lazy}");
+        assert_eq!(
+            estimate(&sc(&eager)).events - none,
+            2.0 * (10_001.0 + 10_001.0 + 1.0) + 11.0
+        );
+        // an outage entry: down and up again, in each direction
+        let outage = r#"{"every":"100ms","start":"1s","down_for":"10ms"}"#;
+        assert_eq!(estimate(&sc(outage)).events - none, 2.0 * 2.0 * 91.0);
+        // and the estimate stays above what the simulator runs
+        for s in [lazy, rate, &eager, outage] {
+            let v = sc(s);
+            let ran = crate::sim::Sim::new(&v, &Default::default())
+                .unwrap()
+                .run(&Default::default())
+                .result
+                .sim
+                .events as f64;
+            let est = estimate(&v).events;
+            assert!(est >= ran, "{s}: {est} < {ran}");
+        }
     }
 }

@@ -251,12 +251,29 @@ impl DirSchedule {
         r
     }
 
-    /// Changes (ticks) in a run of `duration`, for the work estimate.
-    pub fn changes(&self, duration: SimTime) -> f64 {
+    /// The events of their own this direction's changes cost in a run of `duration`,
+    /// at most (for the work estimate): none on a [`lazy`](Self::lazy) direction, whose
+    /// changes are applied when a transmission ends (an event counted with the
+    /// packets); otherwise one a one-off change and one a tick, two for a tick of a
+    /// `down_for` entry (down, then up again). `periodic` holds only the entries that
+    /// change this direction ([`Periodic::changes_dir`]).
+    pub fn events(&self, duration: SimTime) -> f64 {
+        if self.lazy() {
+            return 0.0;
+        }
         let ticks: f64 = self
             .periodic
             .iter()
-            .map(|p| duration.0.saturating_sub(p.start.0) as f64 / p.every.0 as f64 * 2.0)
+            .filter(|p| p.start <= duration)
+            .map(|p| {
+                // ticks at start, start + every, ... up to the end
+                let n = ((duration.0 - p.start.0) / p.every.0 + 1) as f64;
+                if p.down_for.is_some() {
+                    2.0 * n
+                } else {
+                    n
+                }
+            })
             .sum();
         self.once.len() as f64 + ticks
     }
