@@ -32,7 +32,12 @@ $(VENV)/.built: $(VENV)/.deps $(RUST_SRC)
 	cargo build -p longpipe-emu -p longpipe-gateway --release -q
 	touch $@
 
+# The package's bytecode, written ahead: where PYTHONDONTWRITEBYTECODE is set (as on
+# this project's machines) every start would compile longpipe's modules again, about
+# 16 ms of a short `longpipe run` (BENCHMARKS.md, CLI start-up). Stale files are
+# ignored by Python (it checks each source's size and time), never wrong.
 build: $(VENV)/.built
+	$(PY) -m compileall -q python/longpipe
 setup: system-deps build
 
 demo: setup ## compare CUBIC, BBR and Hybla on the GEO example, all on the Linux profile; table + PNG
