@@ -3,7 +3,8 @@
 //! user insists) instead of silently taking them or exhausting the machine.
 //!
 //! Events. Per flow: the rate it can reach is the smallest of its path's line rates and
-//! its window over the round-trip propagation delay; flows crossing a link direction
+//! its window over the round-trip propagation delay (not through a `tcp-gateway`, which
+//! answers the sender and paces the rest itself); flows crossing a link direction
 //! share it in proportion to what they could reach alone; a sized transfer sends at most
 //! its size. Each data packet costs about two events per hop (end of transmission,
 //! delivery) on the way out and its ACK as many on the way back (counted without
@@ -205,7 +206,20 @@ pub fn estimate(sc: &ValidScenario) -> Estimate {
                 .map(|&i| dir(i).link.delay.as_secs_f64())
                 .sum::<f64>()
                 .max(1e-6);
-            let window = f.tcp.rwnd as f64 * 8.0 / rtt;
+            // A `tcp-gateway` on the path answers the sender itself and sends on at a
+            // pace of its own (toward a slow reader it may keep the line full past the
+            // receiver's window: the gateway reproduction's 8760-byte window carries
+            // 4 Mbit/s over 350 ms): then only the line rates bound the flow.
+            let gateway = fwd.iter().any(|&i| {
+                let l = &sc.links[i / 2];
+                let to = if i.is_multiple_of(2) { l.b } else { l.a };
+                matches!(sc.nodes[to].role, crate::scenario::NodeRole::Gateway(_))
+            });
+            let window = if gateway {
+                f64::INFINITY
+            } else {
+                f.tcp.rwnd as f64 * 8.0 / rtt
+            };
             let mss = f.tcp.mss as f64;
             let cells = |i: usize, len: u32| -> f64 {
                 let l = &sc.links[i / 2];
@@ -524,6 +538,32 @@ mod tests {
             (atm / plain - (12.0 + 33.0) / 12.0).abs() < 1e-9,
             "{atm} vs {plain}"
         );
+    }
+
+    #[test]
+    fn a_gateway_on_the_path_lifts_the_window_bound() {
+        // the gateway reproduction's shape: an 8760-byte window over 350 ms would allow
+        // 0.2 Mbit/s, but the gateway keeps the 4.5 Mbit/s line busy
+        let sc = |kind: &str| {
+            valid(&format!(
+                r#"{{"duration":"20s","node":[{{"name":"gw","kind":"{kind}"}}],
+                "link":[{{"a":"s","b":"gw","rate":"100Mbps","delay":"2ms"}},
+                {{"a":"gw","b":"c","rate":"4.5Mbps","delay":"300ms","delay_ba":"50ms"}}],
+                "flow":[{{"src":"s","dst":"c","rwnd":"8760B","tcp":"newreno"}}]}}"#
+            ))
+        };
+        let (router, gateway) = (sc("router"), sc("tcp-gateway"));
+        assert!(estimate(&gateway).events > 10.0 * estimate(&router).events);
+        for v in [router, gateway] {
+            let ran = crate::sim::Sim::new(&v, &Default::default())
+                .unwrap()
+                .run(&Default::default())
+                .result
+                .sim
+                .events as f64;
+            let est = estimate(&v).events;
+            assert!(est >= ran, "{est} < {ran}");
+        }
     }
 
     #[test]
