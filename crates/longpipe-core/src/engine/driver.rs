@@ -623,8 +623,9 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                d.advance_to(SimTime(t / 3)); // three units an instant
-                                              // (a unit handed to an element directly is handled by it: port 7)
+                // three units an instant; a unit handed to an element directly is
+                // handled by it (port 7 marks those)
+                d.advance_to(SimTime(t / 3));
                 let (to, port) = if x % 4 == 0 { (r1, 7) } else { (l1, 5) };
                 d.inject(to, port, U(x % 1000, u64::MAX));
                 d.drain_exits_into(&mut exits);
