@@ -63,3 +63,17 @@ def test_tcp_matrix_table_unchanged():
     recorded = matrix.TABLE.read_text()
     assert now == recorded, "\n".join(
         f"- {a}\n+ {b}" for a, b in zip(recorded.splitlines(), now.splitlines()) if a != b)
+
+
+def test_the_work_estimate_bounds_the_events_of_every_golden_run():
+    """`sim/estimate.rs` is an upper estimate (docs/limits.md): the events it predicts
+    before anything is built are at least those each golden run executed."""
+    below = []
+    for line in RUNS.read_text().splitlines():
+        rec = json.loads(line)
+        sc = dict(rec["scenario"], seed=rec["seed"])
+        est = _core.validate(json.dumps(sc))["events_estimate"]
+        ran = rec["result"]["sim"]["events"]
+        if est < ran:
+            below.append(f"{rec['scenario'].get('name')}: {est:.0f} estimated < {ran} run")
+    assert not below, below
