@@ -105,7 +105,9 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     }
 
     /// Wires output port `port` of `from` to input port `to_port` of `to` (replacing
-    /// any earlier wire of that output).
+    /// any earlier wire of that output). Wire before running: a timed unit already
+    /// emitted toward an element that passes it through was resolved to the wiring of
+    /// that moment.
     pub fn wire(&mut self, from: ElemId, port: PortId, to: ElemId, to_port: PortId) {
         let i = self.port_index(from, port);
         self.ports[i].to = (to, to_port);
@@ -554,11 +556,13 @@ mod tests {
         fn handle_timeout(&mut self, _: SimTime, _: &mut Vec<Emit<U>>) {}
     }
 
-    /// kind 0: a delay line (each unit out on port 0 after `unit.0 % 7` ns); kind 1: a
-    /// router (each unit out on port `unit.0 % 2`, straight through when `pass` and
-    /// `unit.0 % 3 != 0`); kind 2: a sink. All log what they are handed.
+    /// kind 0: a delay line (each unit out on port `unit.0 % 2` after `unit.0 % 7` ns);
+    /// kind 1: a router (each unit out on port `(unit.0 / salt) % 3`, straight through
+    /// when `pass` and `unit.0 % 5 != 0`); kind 2: a sink; kind 3: a relay (each unit
+    /// out at once on port 0). All log what they are handed.
     struct X {
         kind: u8,
+        salt: u64,
         pass: bool,
         log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
     }
@@ -571,13 +575,14 @@ mod tests {
             match self.kind {
                 0 => out.push(Emit::At {
                     at: SimTime(now.0 + u.0 % 7),
-                    port: 0,
-                    unit: u,
-                }),
-                1 => out.push(Emit::Now {
                     port: (u.0 % 2) as PortId,
                     unit: u,
                 }),
+                1 => out.push(Emit::Now {
+                    port: ((u.0 / self.salt) % 3) as PortId,
+                    unit: u,
+                }),
+                3 => out.push(Emit::Now { port: 0, unit: u }),
                 _ => {}
             }
         }
@@ -588,45 +593,62 @@ mod tests {
             self.kind == 1 && self.pass
         }
         fn pass_through(&self, _: PortId, u: &U) -> Option<PortId> {
-            (u.0 % 3 != 0).then_some((u.0 % 2) as PortId)
+            (u.0 % 5 != 0).then_some(((u.0 / self.salt) % 3) as PortId)
         }
         fn handle_timeout(&mut self, _: SimTime, _: &mut Vec<Emit<U>>) {}
     }
 
     #[test]
     fn passing_straight_through_changes_nothing_but_the_calls() {
-        // source -> delay line -> router -> (port 0) delay line -> router -> sink; the
-        // routers' port 1 is unwired (an exit). Run with and without pass-through.
+        // Timed units: source -> delay line l1 (port 0 -> router r1, port 1 -> router
+        // r3); r1: port 0 -> r2 (a router straight after a router), port 1 -> delay
+        // line l2, port 2 unwired (an exit); r2: port 0 -> sink, 1 -> l2, 2 unwired; l2
+        // (both ports) -> r3 -> sink / unwired. Immediate units: a relay -> r1. Run with
+        // and without pass-through: everything but the routers' own calls is the same.
         let run = |pass: bool| {
             let log = std::rc::Rc::new(std::cell::RefCell::new(vec![]));
             let mut d: Driver<U, X> = Driver::new();
-            let mk = |kind| X {
+            let mk = |kind, salt| X {
                 kind,
+                salt,
                 pass,
                 log: log.clone(),
             };
-            let (l1, r1, l2, r2, sink) = (
-                d.add(mk(0)),
-                d.add(mk(1)),
-                d.add(mk(0)),
-                d.add(mk(1)),
-                d.add(mk(2)),
+            let (l1, r1, r2, l2, r3, sink, relay) = (
+                d.add(mk(0, 1)),
+                d.add(mk(1, 1)),
+                d.add(mk(1, 3)),
+                d.add(mk(0, 1)),
+                d.add(mk(1, 9)),
+                d.add(mk(2, 1)),
+                d.add(mk(3, 1)),
             );
             d.wire(l1, 0, r1, 5);
-            d.wire(r1, 0, l2, 0);
-            d.wire(l2, 0, r2, 2);
+            d.wire(l1, 1, r3, 6);
+            d.wire(r1, 0, r2, 1);
+            d.wire(r1, 1, l2, 0);
             d.wire(r2, 0, sink, 9);
+            d.wire(r2, 1, l2, 1);
+            d.wire(l2, 0, r3, 2);
+            d.wire(l2, 1, r3, 3);
+            d.wire(r3, 0, sink, 8);
+            d.wire(r3, 1, sink, 7);
+            d.wire(relay, 0, r1, 4);
             d.start();
             let mut x: u64 = 0x2545_f491_4f6c_dd1d;
             let mut exits = vec![];
-            for t in 0..300u64 {
+            for t in 0..600u64 {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 // three units an instant; a unit handed to an element directly is
                 // handled by it (port 7 marks those)
                 d.advance_to(SimTime(t / 3));
-                let (to, port) = if x % 4 == 0 { (r1, 7) } else { (l1, 5) };
+                let (to, port) = match x % 5 {
+                    0 => (r1, 7),
+                    1 => (relay, 0),
+                    _ => (l1, 5),
+                };
                 d.inject(to, port, U(x % 1000, u64::MAX));
                 d.drain_exits_into(&mut exits);
             }
@@ -644,13 +666,29 @@ mod tests {
         assert_eq!(not_router(&with), not_router(&without));
         assert_eq!(exits_with, exits_without);
         assert_eq!(ev_with, ev_without, "the same events, delivered elsewhere");
+        // every path was taken: exits from each router, the sink from r2 and r3, the
+        // relay's immediate units through r1
+        let from = |e: ElemId| exits_without.iter().filter(|x| x.1 == e).count();
+        assert!(
+            [1, 2, 4].iter().all(|&r| from(r) > 10),
+            "exits by r1, r2, r3"
+        );
+        for p in [":p9:", ":p8:", ":p7:"] {
+            assert!(
+                without.iter().any(|l| l.starts_with('2') && l.contains(p)),
+                "{p}"
+            );
+        }
+        assert!(without
+            .iter()
+            .any(|l| l.starts_with("1@") && l.contains(":p4:")));
         // the routers were called only for the units they do not pass
         let routed = without.iter().filter(|x| x.starts_with('1')).count();
         let handled: Vec<&String> = with
             .iter()
             .filter(|x| x.starts_with('1') && !x.contains(":p7:"))
             .collect();
-        assert!(routed > 300 && !handled.is_empty() && handled.len() < routed / 2);
+        assert!(routed > 600 && !handled.is_empty() && handled.len() < routed / 3);
         for h in handled {
             let u: u64 = h
                 .split(":u")
@@ -661,7 +699,7 @@ mod tests {
                 .unwrap()
                 .parse()
                 .unwrap();
-            assert_eq!(u % 3, 0, "{h}");
+            assert_eq!(u % 5, 0, "{h}");
         }
     }
 

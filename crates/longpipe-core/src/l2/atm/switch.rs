@@ -181,11 +181,13 @@ mod tests {
         let mut s = switch(vec![Some(Gcra::new(10, 0)), None, None]);
         for (port, c) in [
             (0, cell(0, 3, false)),
+            (0, cell(1, 3, false)), // too early: tagged, counted
             (1, cell(2, 3, false)),
             (2, cell(3, 1, true)),
             (1, cell(1, 2, false)),
         ] {
             let passed = Element::<Unit>::pass_through(&s, port, &c);
+            assert_eq!(passed.is_none(), port == 0 || c.cell().unwrap().dst == 2);
             let before = metrics(&s, SimTime(0));
             let mut out = vec![];
             s.handle(SimTime(0), port, c, &mut out);
@@ -199,10 +201,15 @@ mod tests {
                         "nothing counted"
                     );
                 }
-                // policed (port 0), or no route toward node 2 (counted stray)
-                None => assert!(port == 0 || after.stray == before.stray + 1),
+                // policed (port 0: the second cell is tagged), or no route toward node
+                // 2 (counted stray)
+                None => assert!(
+                    (port == 0 && after.tagged_by_port.0[0] <= 1)
+                        || after.stray == before.stray + 1
+                ),
             }
         }
+        assert_eq!(metrics(&s, SimTime(0)).tagged_by_port.0, [1, 0, 0]);
         let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
         assert_eq!(Element::<Unit>::pass_through(&s, 1, &Unit::Packet(p)), None);
     }
