@@ -116,6 +116,16 @@ pub trait Element<U> {
     fn pass_through(&self, _port: PortId, _unit: &U) -> Option<PortId> {
         None
     }
+    /// True for a *line*: an element whose handling of each unit depends only on the
+    /// units handed to it before, in order, and on their times (not on when it is
+    /// called); that emits only timed units, each port's no earlier than the one
+    /// before; and that never wants a wake-up while it is handed only units in
+    /// transit (a fixed drop-tail link direction without a capture tap, an ATM line).
+    /// A driver may then *fold* a hop into it (see [`crate::engine::driver`]). Asked
+    /// when a fold is set up, after the element is built and wired.
+    fn folds(&self) -> bool {
+        false
+    }
     /// Runs what is due at `now`.
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>);
     /// Counters since time zero, as they stand at `now`.
@@ -140,6 +150,9 @@ impl<U, T: Element<U> + ?Sized> Element<U> for Box<T> {
     }
     fn pass_through(&self, port: PortId, unit: &U) -> Option<PortId> {
         (**self).pass_through(port, unit)
+    }
+    fn folds(&self) -> bool {
+        (**self).folds()
     }
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
         (**self).handle_timeout(now, out)

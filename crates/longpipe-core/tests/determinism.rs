@@ -89,8 +89,9 @@ fn streamed_time_series_equal_the_held_ones() {
     use longpipe_core::tcp::FlowTrace;
     use longpipe_core::TraceSel;
     use std::sync::{Arc, Mutex};
-    // 80 s: about 200 000 events, so chunks go out during the run (every 65 536 events).
-    let j = to_json(&SC.replace("20s", "80s"));
+    // 160 s: about 160 000 events (hops into the last link are folded), so chunks go
+    // out during the run (every 65 536 events).
+    let j = to_json(&SC.replace("20s", "160s"));
     let held = run_json(
         &j,
         &RunOptions {

@@ -114,6 +114,7 @@ fn run(
             write: Arc::new(move |i, t| c.write(i, &t)),
             chunk_rows: longpipe_core::sim::TRACE_CHUNK_ROWS,
         }),
+        unfolded: false,
     };
     let total_ns = sc.duration.0;
     let (tx, rx) = mpsc::channel::<SimDone>();

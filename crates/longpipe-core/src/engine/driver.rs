@@ -18,7 +18,17 @@
 //! - a unit bound for an element that passes it straight through
 //!   ([`Element::pass_through`]: a router) goes to what that element would emit it to,
 //!   at the same time and in the same order, without the element being called: the
-//!   same run, one dispatch fewer per hop.
+//!   same run, one dispatch fewer per hop;
+//! - a *folded hop*: a timed unit that one line ([`Element::folds`]) emits toward
+//!   another line that only it feeds ([`Driver::fold`]), through pass-through elements,
+//!   is handed to that line when it is emitted, at its arrival time, instead of by an
+//!   event at that time. The line sees the same units at the same times in the same
+//!   order, so it does the same; what changes is one event fewer per hop and the tie
+//!   rule: the line's own emissions are scheduled when the unit entered the hop before,
+//!   so among events at one instant they come before the events scheduled in between.
+//!   A folded line may so have taken units that arrive after the time the caller runs
+//!   to; [`Driver::metrics`] gives its counters as they stood before the first of them
+//!   (see [`Driver::set_fold_horizon`]).
 
 use super::EventQueue;
 use crate::element::{ElemId, Element, Emit, PortId};
@@ -35,7 +45,16 @@ enum Ev<U> {
     Deliver(ElemId, PortId, U),
     /// A unit leaving through an unwired port at its time.
     Exit(ElemId, PortId, U),
+    /// The reference for a folded hop ([`Driver::fold_by_events`]): a delivery whose
+    /// line's timed unit takes the insertion number `.3`, reserved when the unit was
+    /// emitted toward it.
+    Folded(ElemId, PortId, U, u64),
 }
+
+/// No insertion number reserved.
+const NO_SEQ: u64 = u64::MAX;
+/// The reserved insertion number has been taken.
+const TAKEN: u64 = u64::MAX - 1;
 
 const UNWIRED: (ElemId, PortId) = (ElemId::MAX, PortId::MAX);
 
@@ -47,12 +66,20 @@ struct Port {
     lane: u32,
 }
 
+const NO_FOLD: u64 = u64::MAX;
+
+/// An element's output port as one key.
+#[inline]
+fn fold_key(from: ElemId, port: PortId) -> u64 {
+    (from as u64) << 16 | port as u64
+}
+
 const NO_PORT: Port = Port {
     to: UNWIRED,
     lane: u32::MAX,
 };
 
-pub struct Driver<U, E> {
+pub struct Driver<U, E: Element<U>> {
     elems: Vec<E>,
     /// Every element's output ports, in one flat vector (compact in cache however many
     /// elements): element `i`'s port `k` is `ports[first[i].0 + k]`, for `k < first[i].1`.
@@ -65,6 +92,23 @@ pub struct Driver<U, E> {
     wakes: Vec<bool>,
     /// Each element's [`Element::passes`], asked once when it was added.
     passes: Vec<bool>,
+    /// For each element, the output (see [`fold_key`]) whose timed units are folded
+    /// into it ([`Driver::fold`]); NO_FOLD: none.
+    fold_src: Vec<u64>,
+    /// The fold horizon: the time the caller runs to (see [`Driver::set_fold_horizon`]).
+    fold_until: SimTime,
+    /// The counters, at the horizon's next instant, of each folded line that has taken
+    /// a unit arriving after the horizon: taken just before it (None: none such; empty
+    /// until the first).
+    early: Vec<Option<E::Metrics>>,
+    /// While a folded hop's line runs: the lane of the unit it was handed, which its
+    /// timed units join (u32::MAX: none).
+    fold_lane: u32,
+    /// Folded hops run as events, in the folded tie order (the reference).
+    fold_events: bool,
+    /// While a [`Ev::Folded`] delivery runs: the insertion number its line's timed unit
+    /// takes (NO_SEQ: none; TAKEN: taken).
+    reserved: u64,
     q: EventQueue<Ev<U>>,
     next_uid: u64,
     /// Out-vectors for nested dispatch, reused.
@@ -87,6 +131,12 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             pending: Vec::new(),
             wakes: Vec::new(),
             passes: Vec::new(),
+            fold_src: Vec::new(),
+            fold_until: SimTime::MAX,
+            early: Vec::new(),
+            fold_lane: u32::MAX,
+            fold_events: false,
+            reserved: NO_SEQ,
             q: EventQueue::new(),
             next_uid: 0,
             pool: Vec::new(),
@@ -98,6 +148,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     pub fn add(&mut self, e: E) -> ElemId {
         self.wakes.push(e.wakes());
         self.passes.push(e.passes());
+        self.fold_src.push(NO_FOLD);
         self.elems.push(e);
         self.first.push((0, 0));
         self.pending.push(None);
@@ -111,6 +162,70 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     pub fn wire(&mut self, from: ElemId, port: PortId, to: ElemId, to_port: PortId) {
         let i = self.port_index(from, port);
         self.ports[i].to = (to, to_port);
+    }
+
+    /// Folds the hop from output `port` of line `from` into line `into`: the timed
+    /// units `from` emits there that reach `into` (through elements that pass them
+    /// straight through) are handed to `into` as they are emitted, at their arrival
+    /// time, when that is no later than the fold horizon. The caller vouches that
+    /// nothing else ever hands `into` a unit: no other element's output reaches it, and
+    /// the elements in between pass every unit from `from` that they send toward it.
+    /// Both must be lines ([`Element::folds`]), so that `into` sees its units in time
+    /// order and is never woken.
+    pub fn fold(&mut self, from: ElemId, port: PortId, into: ElemId) {
+        assert!(
+            self.elems[from as usize].folds() && self.elems[into as usize].folds(),
+            "a fold joins two lines"
+        );
+        self.fold_src[into as usize] = fold_key(from, port);
+    }
+
+    /// Runs folded hops as events, each at its unit's arrival time, with the tie order
+    /// of folding: the timed unit the line emits takes the insertion number it would
+    /// have taken when folded. The reference a folded run is checked against (the same
+    /// output, more events); a folded line then emits at most one unit per unit in.
+    pub fn fold_by_events(&mut self) {
+        self.fold_events = true;
+    }
+
+    /// Sets the fold horizon to `t`, the time the caller is about to run to before it
+    /// reads the elements' counters at `t + 1` (a measured interval's edge). A folded
+    /// line takes units before their time, so at that read it may hold some arriving
+    /// after `t`: [`Driver::metrics`] at `t + 1` gives its counters as they stood
+    /// before the first of them, which is what they are when every event up to `t` has
+    /// run and none after. Forgets the counters kept for the horizon before.
+    pub fn set_fold_horizon(&mut self, t: SimTime) {
+        self.fold_until = t;
+        self.early.clear();
+    }
+
+    /// Element `id`'s counters at `now`. At the instant after the fold horizon (see
+    /// [`Driver::set_fold_horizon`]), those of a folded line kept as it took its first
+    /// unit arriving from `now` on, if it has; otherwise (and at any other time) its
+    /// own.
+    pub fn metrics(&self, id: ElemId, now: SimTime) -> E::Metrics
+    where
+        E::Metrics: Clone,
+    {
+        // (at another time, such as an interrupted run's end: the line's own)
+        match self.early.get(id as usize) {
+            Some(Some(m)) if now.0 == self.fold_until.0.wrapping_add(1) => m.clone(),
+            _ => self.elems[id as usize].metrics(now),
+        }
+    }
+
+    /// Keeps folded line `id`'s counters at the horizon's next instant before it takes
+    /// its first unit arriving after the horizon.
+    #[cold]
+    #[inline(never)]
+    fn keep_early(&mut self, id: ElemId) {
+        if self.early.is_empty() {
+            self.early.resize_with(self.elems.len(), || None);
+        }
+        if self.early[id as usize].is_none() {
+            let at = SimTime(self.fold_until.0.saturating_add(1));
+            self.early[id as usize] = Some(self.elems[id as usize].metrics(at));
+        }
     }
 
     /// The index in `ports` of `from`'s output `port`, making room for it: an element
@@ -197,6 +312,11 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             }
             Ev::Deliver(id, port, unit) => self.dispatch(now, id, port, unit),
             Ev::Exit(id, port, unit) => self.exits.push((now, id, port, unit)),
+            Ev::Folded(id, port, unit, seq) => {
+                self.reserved = seq;
+                self.dispatch(now, id, port, unit);
+                self.reserved = NO_SEQ;
+            }
         }
         true
     }
@@ -290,7 +410,12 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                 } else {
                     NO_PORT
                 };
-                let lane = if p.lane != u32::MAX {
+                let lane = if self.fold_lane != u32::MAX {
+                    // A folded line's units join the lane of the unit it was handed:
+                    // they follow it in time as it followed the others (a lane is only
+                    // where an event waits: any lane keeps the order of one heap).
+                    self.fold_lane
+                } else if p.lane != u32::MAX {
                     p.lane
                 } else {
                     let lane = self.new_lane(from, port);
@@ -299,17 +424,47 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                     lane
                 };
                 // (the lane stays that of `from`'s port: its units still come in order)
+                let src = fold_key(from, port);
                 let (from, port, to) = match p.to {
                     (id, _) if id != ElemId::MAX && self.passes[id as usize] => {
                         self.through(from, port, p.to, &unit)
                     }
                     _ => (from, port, p.to),
                 };
+                // a folded hop: the line it feeds takes the unit now, at its time
+                if let Some(&f) = self.fold_src.get(to.0 as usize) {
+                    if f == src && self.fold_events {
+                        // the reference: an event, its line's unit numbered as if now
+                        let seq = match self.reserved {
+                            NO_SEQ => self.q.reserve_seq(),
+                            // (a hop folded after a folded hop)
+                            _ => std::mem::replace(&mut self.reserved, TAKEN),
+                        };
+                        assert!(seq != TAKEN, "a folded line emitted two units for one");
+                        let ev = Ev::Folded(to.0, to.1, unit, seq);
+                        return self.q.schedule_in(lane, at.max(now), ev);
+                    }
+                    if f == src {
+                        if at > self.fold_until {
+                            self.keep_early(to.0);
+                        }
+                        let outer = std::mem::replace(&mut self.fold_lane, lane);
+                        self.dispatch(at.max(now), to.0, to.1, unit);
+                        self.fold_lane = outer;
+                        return;
+                    }
+                }
                 let ev = if to == UNWIRED {
                     Ev::Exit(from, port, unit)
                 } else {
                     Ev::Deliver(to.0, to.1, unit)
                 };
+                if self.reserved != NO_SEQ {
+                    // the reference's folded line: its unit, numbered when folded
+                    let seq = std::mem::replace(&mut self.reserved, TAKEN);
+                    assert!(seq != TAKEN, "a folded line emitted two units for one");
+                    return self.q.schedule_reserved(at.max(now), seq, ev);
+                }
                 self.q.schedule_in(lane, at.max(now), ev);
             }
         }
@@ -701,6 +856,135 @@ mod tests {
                 .unwrap();
             assert_eq!(u % 5, 0, "{h}");
         }
+    }
+
+    /// kind 0: a line (each unit out on port 0 `delay` ns after it is handed; counts
+    /// them); kind 1: a router passing everything to port 0; kind 2: a sink. All log
+    /// what they are handed.
+    struct F {
+        kind: u8,
+        delay: u64,
+        n: u64,
+        log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    }
+    impl Element<U> for F {
+        type Metrics = u64;
+        fn metrics(&self, _: SimTime) -> u64 {
+            self.n
+        }
+        fn handle(&mut self, now: SimTime, port: PortId, u: U, out: &mut Vec<Emit<U>>) {
+            let line = format!("{}{}@{}:p{port}:u{}", self.kind, self.delay, now.0, u.0);
+            self.log.borrow_mut().push(line);
+            self.n += 1;
+            match self.kind {
+                0 => out.push(Emit::At {
+                    at: SimTime(now.0 + self.delay),
+                    port: 0,
+                    unit: u,
+                }),
+                1 => out.push(Emit::Now { port: 0, unit: u }),
+                _ => {}
+            }
+        }
+        fn poll_timeout(&self) -> Option<SimTime> {
+            None
+        }
+        fn wakes(&self) -> bool {
+            false
+        }
+        fn passes(&self) -> bool {
+            self.kind == 1
+        }
+        fn pass_through(&self, _: PortId, _: &U) -> Option<PortId> {
+            Some(0)
+        }
+        fn folds(&self) -> bool {
+            self.kind == 0
+        }
+        fn handle_timeout(&mut self, _: SimTime, _: &mut Vec<Emit<U>>) {}
+    }
+
+    #[test]
+    fn a_folded_hop_changes_the_events_and_the_tie_order_only() {
+        // line a (10 ns) -> router -> line b (3 ns) -> sink, and a second line c (13 ns)
+        // straight into the sink: c's units reach the sink at the instants b's do. Run
+        // unfolded, folded, and folded by events (the reference); read b's count at the
+        // horizon's next instant (60) before running on.
+        let run = |mode: u8| {
+            let log = std::rc::Rc::new(std::cell::RefCell::new(vec![]));
+            let mut d: Driver<U, F> = Driver::new();
+            let mk = |kind, delay| F {
+                kind,
+                delay,
+                n: 0,
+                log: log.clone(),
+            };
+            let (a, r, b, c, sink) = (
+                d.add(mk(0, 10)),
+                d.add(mk(1, 0)),
+                d.add(mk(0, 3)),
+                d.add(mk(0, 13)),
+                d.add(mk(2, 0)),
+            );
+            d.wire(a, 0, r, 0);
+            d.wire(r, 0, b, 0);
+            d.wire(b, 0, sink, 0);
+            d.wire(c, 0, sink, 1);
+            if mode > 0 {
+                d.fold(a, 0, b);
+            }
+            if mode == 2 {
+                d.fold_by_events();
+            }
+            d.start();
+            d.set_fold_horizon(SimTime(59));
+            for t in [0, 5, 40, 45, 49, 50, 55] {
+                d.step_until(SimTime(t));
+                d.advance_to(SimTime(t));
+                d.inject(a, 0, U(t, u64::MAX));
+                d.inject(c, 0, U(t + 1000, u64::MAX));
+            }
+            d.step_until(SimTime(59));
+            let at_60 = d.metrics(b, SimTime(60));
+            d.set_fold_horizon(SimTime::MAX);
+            d.step_until(SimTime(1000));
+            let sink_log: Vec<String> = log
+                .borrow()
+                .iter()
+                .filter(|l| l.starts_with('2'))
+                .cloned()
+                .collect();
+            let b_log: Vec<String> = log
+                .borrow()
+                .iter()
+                .filter(|l| l.starts_with("03"))
+                .cloned()
+                .collect();
+            (sink_log, b_log, at_60, d.events())
+        };
+        let (plain, folded, reference) = (run(0), run(1), run(2));
+        // b sees the same units at the same times in every mode; at the horizon's next
+        // instant it has taken the five arriving by 59 (those handed to a by 49),
+        // though folded it already holds the two arriving at 60 and 65
+        assert_eq!(plain.1, folded.1);
+        assert_eq!(plain.1, reference.1);
+        assert_eq!((plain.2, folded.2, reference.2), (5, 5, 5));
+        // the reference is the folded run, event for event but the folded ones
+        assert_eq!(folded.0, reference.0);
+        assert_eq!(folded.3 + 7, reference.3);
+        assert_eq!(plain.3, reference.3);
+        // The tie rule: a unit handed to a and c at t reaches the sink from b and from
+        // c at t + 13. Unfolded, b's delivery is scheduled at t + 10, after c's (at t):
+        // c's comes first. Folded, b's is scheduled at t, when a emitted toward b,
+        // before c's: b's comes first. Nothing else differs.
+        assert_ne!(plain.0, folded.0);
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(plain.0.clone()), sorted(folded.0.clone()));
+        assert_eq!(plain.0[..2], ["20@13:p1:u1000", "20@13:p0:u0"]);
+        assert_eq!(folded.0[..2], ["20@13:p0:u0", "20@13:p1:u1000"]);
     }
 
     #[test]

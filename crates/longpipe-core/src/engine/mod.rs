@@ -214,6 +214,11 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn schedule(&mut self, time: SimTime, ev: E) {
         let seq = self.next_seq(time);
+        self.push_slot(time, seq, ev);
+    }
+
+    #[inline]
+    fn push_slot(&mut self, time: SimTime, seq: u64, ev: E) {
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(ev);
@@ -229,6 +234,21 @@ impl<E> EventQueue<E> {
             seq,
             at: At::Slot(slot),
         });
+    }
+
+    /// Takes the next insertion number without scheduling anything: an event scheduled
+    /// later with it ([`EventQueue::schedule_reserved`]) comes out as if scheduled now.
+    pub fn reserve_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
+    }
+
+    /// Schedules `ev` at `time` with the insertion number `seq` taken before
+    /// ([`EventQueue::reserve_seq`]), as a plain event (a lane's numbers only grow).
+    pub fn schedule_reserved(&mut self, time: SimTime, seq: u64, ev: E) {
+        assert!(time >= self.now, "event scheduled in the past");
+        debug_assert!(seq < self.seq, "a reserved number");
+        self.push_slot(time, seq, ev);
     }
 
     /// A new lane's id.

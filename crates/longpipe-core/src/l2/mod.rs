@@ -93,6 +93,9 @@ macro_rules! directions {
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
                 match self { $(Direction::$v(e) => <$t as Element<U>>::handle_timeout(e, now, out)),+ }
             }
+            fn folds(&self) -> bool {
+                match self { $(Direction::$v(e) => <$t as Element<U>>::folds(e)),+ }
+            }
             fn metrics(&self, now: SimTime) -> DirCounters {
                 match self { $(Direction::$v(e) => DirCounters::$v(<$t as Element<U>>::metrics(e, now))),+ }
             }

@@ -360,6 +360,13 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
         self.in_tx.as_ref().map(|t| t.2)
     }
 
+    /// The timer-less transmitter without a tap or a schedule: a unit's handling
+    /// depends on the units before it and their arrival times only; a host's held units
+    /// (the only reason it wakes) are its own, never units in transit.
+    fn folds(&self) -> bool {
+        self.fifo.is_some() && self.sched.is_none() && !self.tap
+    }
+
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
         if self.sched.is_some() {
             return self.timeout_sched(now, out);

@@ -15,7 +15,7 @@ pub mod registry;
 pub mod workload;
 
 use crate::app::records::AppRecords;
-use crate::element::{ElemId, PortId};
+use crate::element::{ElemId, Element, PortId};
 use crate::engine::driver::Driver;
 use crate::middlebox::gateway::node::GatewayNode;
 use crate::middlebox::gateway::{default_window, Gateway, Uplink};
@@ -69,6 +69,9 @@ pub struct RunOptions {
     /// Hand the time series to this sink in chunks as the run goes (and the rest at the
     /// end) instead of holding them: memory stays flat; `RunOutput::traces` is empty.
     pub trace_sink: Option<TraceSink>,
+    /// Run folded hops as events ([`Driver::fold_by_events`]): the reference a folded
+    /// run is checked against (the same output, more events); slower.
+    pub unfolded: bool,
 }
 
 /// A receiver of time-series chunks: `write(flow id, samples recorded since the last
@@ -152,6 +155,83 @@ pub fn reports_classes(sc: &ValidScenario) -> bool {
         .flat_map(|l| &l.dirs)
         .any(|d| !d.link.queue.is_droptail())
         || sc.flows.iter().any(|f| f.tcp.uses_classes())
+}
+
+/// Folds every hop that can be folded ([`Driver::fold`]): a line whose node passes it
+/// only the units of one other line. Which input of a node can send units out of which
+/// output follows from the routes and the addresses units carry: each flow's two
+/// endpoints send to each other, and a gateway (which answers for either end) may send
+/// to any routed address, each along the routes from where it is emitted.
+fn fold_hops(
+    sc: &ValidScenario,
+    routes: &Routes,
+    d: &mut Driver<Unit, Elem>,
+    dirs: &[DirElem],
+    nodes: &[NodeElem],
+) {
+    const NONE: u32 = u32::MAX;
+    const LOCAL: u32 = u32::MAX - 1;
+    const MANY: u32 = u32::MAX - 2;
+    // feeds[n][k]: the one input port of node n whose units leave on its port k (LOCAL:
+    // the node's own), NONE if none, MANY if more than one.
+    let mut feeds: Vec<Vec<u32>> = (0..sc.nodes.len())
+        .map(|n| vec![NONE; routes.ports(n).len()])
+        .collect();
+    let mut walk = |from: usize, to: usize| {
+        let (mut cur, mut input) = (from, LOCAL);
+        for _ in 0..sc.nodes.len() {
+            if cur == to {
+                break;
+            }
+            let Some(k) = routes.next(cur, to) else { break };
+            let f = &mut feeds[cur][k as usize];
+            *f = match *f {
+                NONE => input,
+                x if x == input => x,
+                _ => MANY,
+            };
+            let (next, dir) = routes.ports(cur)[k as usize];
+            input = routes.in_port(next, dir) as u32;
+            cur = next;
+        }
+    };
+    for f in &sc.flows {
+        walk(f.src, f.dst);
+        walk(f.dst, f.src);
+    }
+    let mut dests: Vec<usize> = sc.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
+    dests.sort_unstable();
+    dests.dedup();
+    for (g, node) in sc.nodes.iter().enumerate() {
+        if matches!(node.role, NodeRole::Gateway(_)) {
+            for &x in &dests {
+                walk(g, x);
+            }
+        }
+    }
+    for (n, node) in nodes.iter().enumerate() {
+        // (a gateway is called for every unit)
+        if matches!(node, NodeElem::Gateway(_)) {
+            continue;
+        }
+        for (k, &(_, (li, dir))) in routes.ports(n).iter().enumerate() {
+            let p = feeds[n][k];
+            if p >= MANY {
+                continue; // NONE, MANY or LOCAL
+            }
+            let into = dirs[2 * li as usize + dir as usize].id();
+            let (_, (pli, pdir)) = routes.ports(n)[p as usize];
+            let from = dirs[2 * pli as usize + 1 - pdir as usize].id();
+            // wired straight, no capture point between
+            if d.wired(from, OUT) == Some((node.id(), p as PortId))
+                && d.wired(node.id(), k as PortId) == Some((into, 0))
+                && d.elem(from).folds()
+                && d.elem(into).folds()
+            {
+                d.fold(from, OUT, into);
+            }
+        }
+    }
 }
 
 /// A flow's elements: a bulk flow's (sender, receiver) endpoints, or an application's
@@ -355,6 +435,10 @@ impl<'a> Sim<'a> {
             d.wire(c.id, 0, node, node_port);
             caps.push(c);
         }
+        fold_hops(sc, &routes, &mut d, &dirs, &nodes);
+        if opts.unfolded {
+            d.fold_by_events();
+        }
         d.start();
         Ok(Sim {
             sc,
@@ -371,6 +455,8 @@ impl<'a> Sim<'a> {
 
     /// Runs to `t` (inclusive); false if cancelled.
     fn run_to(&mut self, t: SimTime, opts: &RunOptions) -> bool {
+        // (the elements are next looked at after `t`: the snapshots)
+        self.d.set_fold_horizon(t);
         let mut tick = 0u32;
         while self.d.step_one(t) {
             tick = tick.wrapping_add(1);

@@ -62,6 +62,9 @@ macro_rules! elements {
             fn pass_through(&self, port: PortId, unit: &Unit) -> Option<PortId> {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::pass_through(e, port, unit)),* }
             }
+            fn folds(&self) -> bool {
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::folds(e)),* }
+            }
             #[inline]
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::handle_timeout(e, now, out)),* }
@@ -168,7 +171,12 @@ pub struct Snapshot(Vec<ElemMetrics>);
 impl Snapshot {
     /// Every element of `d`'s metrics at `now`.
     pub fn of(d: &Driver<Unit, Elem>, now: SimTime) -> Snapshot {
-        Snapshot(d.elems().iter().map(|e| e.metrics(now)).collect())
+        // (through the driver: a folded line may already hold units arriving later)
+        Snapshot(
+            (0..d.elems().len() as ElemId)
+                .map(|id| d.metrics(id, now))
+                .collect(),
+        )
     }
 
     /// The metrics of `h`'s element.

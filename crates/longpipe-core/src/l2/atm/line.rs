@@ -354,6 +354,12 @@ impl<U: CellUnit> Element<U> for AtmLine {
         false
     }
 
+    /// Cells and packets leave in the order they came, a fixed delay after their
+    /// transmission, which depends only on the units before.
+    fn folds(&self) -> bool {
+        true
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, now: SimTime) -> AtmLineCounters {
