@@ -5,6 +5,7 @@
 //! result, time series, application records and pcap bytes; only the number of events
 //! differs.
 
+mod common;
 use longpipe_core::{run_json, RunOptions, RunOutput};
 use serde_json::Value;
 
@@ -161,5 +162,121 @@ fn same_but_events(i: usize, rec: &Value, sc: &Value) -> bool {
         }
         assert!(a.result.sim.events <= b.result.sim.events, "{name}");
         a.result.sim.events < b.result.sim.events
+    }
+}
+
+/// Scenarios the golden runs lack, each where folding could go wrong: a measured
+/// interval shorter than one hop (a unit folded past both snapshots at once); a host
+/// that is a flow's end and other flows' transit (its own units share the line toward
+/// c, not folded; the line toward a carries only transit, folded); a router handing
+/// packets to an ATM adapter line (not folded) and the far switch's line into a host
+/// (folded).
+#[test]
+fn folding_edge_cases_match_the_reference() {
+    let short_window = r#"
+name = "short-window"
+duration = "10s"
+warmup = "9.9s"
+[[link]]
+a = "s"
+b = "r1"
+rate = "100Mbps"
+delay = "1ms"
+[[link]]
+a = "r1"
+b = "r2"
+rate = "10Mbps"
+delay = "300ms"
+queue = { limit = "200pkt" }
+[[link]]
+a = "r2"
+b = "c"
+rate = "100Mbps"
+delay = "1ms"
+[[flow]]
+src = "s"
+dst = "c"
+count = 2
+tcp = "cubic"
+"#;
+    let end_and_transit = r#"
+name = "end-and-transit"
+duration = "20s"
+warmup = "2s"
+[[link]]
+a = "a"
+b = "b"
+rate = "10Mbps"
+delay = "20ms"
+queue = { limit = "30pkt" }
+[[link]]
+a = "b"
+b = "c"
+rate = "5Mbps"
+delay = "30ms"
+queue = { limit = "30pkt" }
+[[flow]]
+src = "a"
+dst = "c"
+[[flow]]
+src = "b"
+dst = "c"
+[[flow]]
+src = "c"
+dst = "a"
+"#;
+    let router_to_atm = r#"
+name = "router-to-atm"
+duration = "10s"
+warmup = "1s"
+[atm]
+policy = "epd"
+[[node]]
+name = "sw"
+kind = "atm-switch"
+atm = { buffer = 2000 }
+[[link]]
+a = "s"
+b = "r"
+rate = "100Mbps"
+delay = "2ms"
+[[link]]
+a = "r"
+b = "sw"
+rate = "149.76Mbps"
+delay = "10ms"
+layer2 = { kind = "atm" }
+[[link]]
+a = "sw"
+b = "c"
+rate = "44.736Mbps"
+delay = "40ms"
+layer2 = { kind = "atm" }
+[[flow]]
+src = "s"
+dst = "c"
+count = 3
+"#;
+    for sc in [short_window, end_and_transit, router_to_atm] {
+        let j = common::to_json(sc);
+        let run = |unfolded| {
+            run_json(
+                &j,
+                &RunOptions {
+                    unfolded,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        let (a, b) = (run(false), run(true));
+        let (oa, ob) = (outputs(&a), outputs(&b));
+        let mut d = vec![];
+        differ(&oa.0, &ob.0, "result", &mut d);
+        assert!(d.is_empty(), "{sc}: {d:?}");
+        assert!(
+            a.result.sim.events < b.result.sim.events,
+            "{sc}: a hop is folded"
+        );
     }
 }

@@ -26,9 +26,9 @@
 //!   order, so it does the same; what changes is one event fewer per hop and the tie
 //!   rule: the line's own emissions are scheduled when the unit entered the hop before,
 //!   so among events at one instant they come before the events scheduled in between.
-//!   A folded line may so have taken units that arrive after the time the caller runs
-//!   to; [`Driver::metrics`] gives its counters as they stood before the first of them
-//!   (see [`Driver::set_fold_horizon`]).
+//!   A folded line may so have taken units that arrive after an instant the caller
+//!   reads counters at; [`Driver::metrics`] gives its counters as they stood before
+//!   the first of them (see [`Driver::set_snapshots`]).
 
 use super::EventQueue;
 use crate::element::{ElemId, Element, Emit, PortId};
@@ -95,12 +95,15 @@ pub struct Driver<U, E: Element<U>> {
     /// For each element, the output (see [`fold_key`]) whose timed units are folded
     /// into it ([`Driver::fold`]); NO_FOLD: none.
     fold_src: Vec<u64>,
-    /// The fold horizon: the time the caller runs to (see [`Driver::set_fold_horizon`]).
-    fold_until: SimTime,
-    /// The counters, at the horizon's next instant, of each folded line that has taken
-    /// a unit arriving after the horizon: taken just before it (None: none such; empty
-    /// until the first).
-    early: Vec<Option<E::Metrics>>,
+    /// The instants the caller reads counters at ([`Driver::set_snapshots`]), in order.
+    snaps: Vec<SimTime>,
+    /// For each snapshot instant, the counters at it of each folded line that has
+    /// taken a unit arriving from that instant on, kept just before the first such
+    /// unit (None: none such; empty until the first).
+    early: Vec<Vec<Option<E::Metrics>>>,
+    /// For each element, the first snapshot instant it has not yet taken a unit
+    /// arriving from (SimTime::MAX: none left).
+    fold_next: Vec<SimTime>,
     /// While a folded hop's line runs: the lane of the unit it was handed, which its
     /// timed units join (u32::MAX: none).
     fold_lane: u32,
@@ -132,8 +135,9 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             wakes: Vec::new(),
             passes: Vec::new(),
             fold_src: Vec::new(),
-            fold_until: SimTime::MAX,
+            snaps: Vec::new(),
             early: Vec::new(),
+            fold_next: Vec::new(),
             fold_lane: u32::MAX,
             fold_events: false,
             reserved: NO_SEQ,
@@ -149,6 +153,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         self.wakes.push(e.wakes());
         self.passes.push(e.passes());
         self.fold_src.push(NO_FOLD);
+        self.fold_next.push(SimTime::MAX);
         self.elems.push(e);
         self.first.push((0, 0));
         self.pending.push(None);
@@ -167,7 +172,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     /// Folds the hop from output `port` of line `from` into line `into`: the timed
     /// units `from` emits there that reach `into` (through elements that pass them
     /// straight through) are handed to `into` as they are emitted, at their arrival
-    /// time, when that is no later than the fold horizon. The caller vouches that
+    /// time (see [`Driver::set_snapshots`] for reading its counters). The caller vouches that
     /// nothing else ever hands `into` a unit: no other element's output reaches it, and
     /// the elements in between pass every unit from `from` that they send toward it.
     /// Both must be lines ([`Element::folds`]), so that `into` sees its units in time
@@ -183,49 +188,71 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     /// Runs folded hops as events, each at its unit's arrival time, with the tie order
     /// of folding: the timed unit the line emits takes the insertion number it would
     /// have taken when folded. The reference a folded run is checked against (the same
-    /// output, more events); a folded line then emits at most one unit per unit in.
+    /// output, more events). It also checks what folding takes on trust, and panics
+    /// otherwise: a folded line is handed units only over its folded hop, and emits at
+    /// most one unit per unit in.
     pub fn fold_by_events(&mut self) {
         self.fold_events = true;
     }
 
-    /// Sets the fold horizon to `t`, the time the caller is about to run to before it
-    /// reads the elements' counters at `t + 1` (a measured interval's edge). A folded
-    /// line takes units before their time, so at that read it may hold some arriving
-    /// after `t`: [`Driver::metrics`] at `t + 1` gives its counters as they stood
-    /// before the first of them, which is what they are when every event up to `t` has
-    /// run and none after. Forgets the counters kept for the horizon before.
-    pub fn set_fold_horizon(&mut self, t: SimTime) {
-        self.fold_until = t;
-        self.early.clear();
+    /// The instants `at` (in order) at which the caller will read counters
+    /// ([`Driver::metrics`]) after running every event before them and none at or after
+    /// them (a measured interval's edges). A folded line takes units before their
+    /// time, so at such a read it may already hold some arriving at or after it: its
+    /// counters are then kept just before it takes the first of them. Set before
+    /// running.
+    pub fn set_snapshots(&mut self, at: &[SimTime]) {
+        assert!(
+            at.windows(2).all(|w| w[0] < w[1]),
+            "snapshot instants in order"
+        );
+        self.snaps = at.to_vec();
+        self.early = Vec::new();
+        let first = self.snaps.first().copied().unwrap_or(SimTime::MAX);
+        self.fold_next.fill(first);
     }
 
-    /// Element `id`'s counters at `now`. At the instant after the fold horizon (see
-    /// [`Driver::set_fold_horizon`]), those of a folded line kept as it took its first
-    /// unit arriving from `now` on, if it has; otherwise (and at any other time) its
-    /// own.
+    /// Element `id`'s counters at `now`. At a snapshot instant ([`Driver::set_snapshots`])
+    /// those of a folded line kept as it took its first unit arriving from `now` on, if
+    /// it has; otherwise (and at any other instant) its own.
     pub fn metrics(&self, id: ElemId, now: SimTime) -> E::Metrics
     where
         E::Metrics: Clone,
     {
-        // (at another time, such as an interrupted run's end: the line's own)
-        match self.early.get(id as usize) {
-            Some(Some(m)) if now.0 == self.fold_until.0.wrapping_add(1) => m.clone(),
-            _ => self.elems[id as usize].metrics(now),
+        let kept = self
+            .snaps
+            .iter()
+            .position(|&w| w == now)
+            .and_then(|k| self.early.get(k)?.get(id as usize)?.as_ref());
+        match kept {
+            Some(m) => m.clone(),
+            None => self.elems[id as usize].metrics(now),
         }
     }
 
-    /// Keeps folded line `id`'s counters at the horizon's next instant before it takes
-    /// its first unit arriving after the horizon.
+    /// Keeps folded line `id`'s counters at each snapshot instant up to `at` that it
+    /// has not yet kept, before it takes a unit arriving at `at`.
     #[cold]
     #[inline(never)]
-    fn keep_early(&mut self, id: ElemId) {
+    fn keep_early(&mut self, id: ElemId, at: SimTime) {
         if self.early.is_empty() {
-            self.early.resize_with(self.elems.len(), || None);
+            self.early = self.snaps.iter().map(|_| Vec::new()).collect();
         }
-        if self.early[id as usize].is_none() {
-            let at = SimTime(self.fold_until.0.saturating_add(1));
-            self.early[id as usize] = Some(self.elems[id as usize].metrics(at));
+        let i = id as usize;
+        for (k, &w) in self.snaps.iter().enumerate() {
+            if w > at {
+                self.fold_next[i] = w;
+                return;
+            }
+            let kept = &mut self.early[k];
+            if kept.is_empty() {
+                kept.resize_with(self.elems.len(), || None);
+            }
+            if kept[i].is_none() {
+                kept[i] = Some(self.elems[i].metrics(w));
+            }
         }
+        self.fold_next[i] = SimTime::MAX;
     }
 
     /// The index in `ports` of `from`'s output `port`, making room for it: an element
@@ -353,6 +380,14 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     }
 
     fn dispatch(&mut self, now: SimTime, id: ElemId, port: PortId, unit: U) {
+        if self.fold_events {
+            // the reference checks the caller's word: a folded line gets its units
+            // only over the folded hop (an Ev::Folded delivery)
+            assert!(
+                self.fold_src[id as usize] == NO_FOLD || self.reserved != NO_SEQ,
+                "element {id} is folded but was handed a unit another way"
+            );
+        }
         let mut out = self.pool.pop().unwrap_or_default();
         self.elems[id as usize].handle(now, port, unit, &mut out);
         self.route(now, id, &mut out);
@@ -445,8 +480,8 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                         return self.q.schedule_in(lane, at.max(now), ev);
                     }
                     if f == src {
-                        if at > self.fold_until {
-                            self.keep_early(to.0);
+                        if at >= self.fold_next[to.0 as usize] {
+                            self.keep_early(to.0, at);
                         }
                         let outer = std::mem::replace(&mut self.fold_lane, lane);
                         self.dispatch(at.max(now), to.0, to.1, unit);
@@ -908,8 +943,7 @@ mod tests {
     fn a_folded_hop_changes_the_events_and_the_tie_order_only() {
         // line a (10 ns) -> router -> line b (3 ns) -> sink, and a second line c (13 ns)
         // straight into the sink: c's units reach the sink at the instants b's do. Run
-        // unfolded, folded, and folded by events (the reference); read b's count at the
-        // horizon's next instant (60) before running on.
+        // unfolded, folded, and folded by events (the reference).
         let run = |mode: u8| {
             let log = std::rc::Rc::new(std::cell::RefCell::new(vec![]));
             let mut d: Driver<U, F> = Driver::new();
@@ -937,17 +971,19 @@ mod tests {
                 d.fold_by_events();
             }
             d.start();
-            d.set_fold_horizon(SimTime(59));
+            d.set_snapshots(&[56, 58, 60, 62, 1000].map(SimTime));
             for t in [0, 5, 40, 45, 49, 50, 55] {
                 d.step_until(SimTime(t));
                 d.advance_to(SimTime(t));
                 d.inject(a, 0, U(t, u64::MAX));
                 d.inject(c, 0, U(t + 1000, u64::MAX));
             }
-            d.step_until(SimTime(59));
-            let at_60 = d.metrics(b, SimTime(60));
-            d.set_fold_horizon(SimTime::MAX);
-            d.step_until(SimTime(1000));
+            // b's count at each snapshot instant w, every event before w run
+            let mut counts = vec![];
+            for w in [56, 58, 60, 62, 1000] {
+                d.step_until(SimTime(w - 1));
+                counts.push(d.metrics(b, SimTime(w)));
+            }
             let sink_log: Vec<String> = log
                 .borrow()
                 .iter()
@@ -960,15 +996,18 @@ mod tests {
                 .filter(|l| l.starts_with("03"))
                 .cloned()
                 .collect();
-            (sink_log, b_log, at_60, d.events())
+            (sink_log, b_log, counts, d.events())
         };
         let (plain, folded, reference) = (run(0), run(1), run(2));
-        // b sees the same units at the same times in every mode; at the horizon's next
-        // instant it has taken the five arriving by 59 (those handed to a by 49),
-        // though folded it already holds the two arriving at 60 and 65
+        // b sees the same units at the same times in every mode (arriving at 10, 15,
+        // 50, 55, 59, 60, 65). At each snapshot instant its count is that of the units
+        // arriving before it, though folded it took them earlier: the one arriving at
+        // 59 (at 49) crosses 56 and 58 at once, the one at 60 (at 50) crosses 60.
         assert_eq!(plain.1, folded.1);
         assert_eq!(plain.1, reference.1);
-        assert_eq!((plain.2, folded.2, reference.2), (5, 5, 5));
+        assert_eq!(plain.2, [4, 4, 5, 6, 7]);
+        assert_eq!(folded.2, plain.2);
+        assert_eq!(reference.2, plain.2);
         // the reference is the folded run, event for event but the folded ones
         assert_eq!(folded.0, reference.0);
         assert_eq!(folded.3 + 7, reference.3);

@@ -455,8 +455,6 @@ impl<'a> Sim<'a> {
 
     /// Runs to `t` (inclusive); false if cancelled.
     fn run_to(&mut self, t: SimTime, opts: &RunOptions) -> bool {
-        // (the elements are next looked at after `t`: the snapshots)
-        self.d.set_fold_horizon(t);
         let mut tick = 0u32;
         while self.d.step_one(t) {
             tick = tick.wrapping_add(1);
@@ -495,6 +493,10 @@ impl<'a> Sim<'a> {
         // The measured interval is [warmup, end): it opens before the first event at
         // `warmup` and closes before the first event at `end` (which is not run).
         let mut done = true;
+        // (a folded line's counters at the snapshots: kept as it takes units past them)
+        let snaps = [warmup, end];
+        self.d
+            .set_snapshots(&snaps[(warmup == SimTime::ZERO) as usize..]);
         if warmup > SimTime::ZERO {
             done = self.run_to(SimTime(warmup.0 - 1), opts);
         }
