@@ -47,8 +47,9 @@ enum Ev<U> {
     Exit(ElemId, PortId, U),
     /// The reference for a folded hop ([`Driver::fold_by_events`]): a delivery whose
     /// line's timed unit takes the insertion number `.3`, reserved when the unit was
-    /// emitted toward it.
-    Folded(ElemId, PortId, U, u64),
+    /// emitted toward it. (Boxed: every event is as large as the largest kind, and
+    /// this one only runs in the reference.)
+    Folded(Box<(ElemId, PortId, U, u64)>),
 }
 
 /// No insertion number reserved.
@@ -339,7 +340,8 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             }
             Ev::Deliver(id, port, unit) => self.dispatch(now, id, port, unit),
             Ev::Exit(id, port, unit) => self.exits.push((now, id, port, unit)),
-            Ev::Folded(id, port, unit, seq) => {
+            Ev::Folded(f) => {
+                let (id, port, unit, seq) = *f;
                 self.reserved = seq;
                 self.dispatch(now, id, port, unit);
                 self.reserved = NO_SEQ;
@@ -476,7 +478,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                             _ => std::mem::replace(&mut self.reserved, TAKEN),
                         };
                         assert!(seq != TAKEN, "a folded line emitted two units for one");
-                        let ev = Ev::Folded(to.0, to.1, unit, seq);
+                        let ev = Ev::Folded(Box::new((to.0, to.1, unit, seq)));
                         return self.q.schedule_in(lane, at.max(now), ev);
                     }
                     if f == src {
@@ -1040,5 +1042,16 @@ mod tests {
         assert_eq!(d.take_exits().len(), 3, "every unit went through both");
         assert_eq!(quiet.get(), 0, "never polled");
         assert_eq!(timed.get(), 4, "at start() and after each unit");
+    }
+}
+
+#[cfg(test)]
+mod size {
+    #[test]
+    fn an_event_is_a_unit_and_a_destination() {
+        // a lane entry (time, sequence, event) is copied in and out for every hop
+        use crate::unit::Unit;
+        let unit = std::mem::size_of::<Unit>();
+        assert!(std::mem::size_of::<super::Ev<Unit>>() <= unit + 8);
     }
 }
