@@ -3,7 +3,7 @@ namespace): waits for DIR/go, then opens N connections to the server at once (on
 process, one asyncio loop), asks each for SIZE bytes of its own stream ("SIZE ID\\n"),
 reads each to end of file and checks its bytes against the stream's SHA-256
 (loadgen.py). Writes DIR/result.json atomically — per connection: bytes, ok, error,
-and times (connected, first byte, end of file) in seconds since the start; the most
+its local port, and times (connected, first byte, end of file) in seconds since the start; the most
 connections open at once (between connected and end of file), counted as they open
 and end; the namespace's TCP counters (SYN retransmissions, ...) — then waits for
 DIR/done. Gives up on what has not ended after TIMEOUT seconds (recorded as errors).
@@ -63,6 +63,7 @@ class Download(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.rec["connected_s"] = self.load.now()
+        self.rec["port"] = transport.get_extra_info("sockname")[1]
         self.load.opened()
         self.counted = True
         transport.write(f"{self.size} {self.rec['id']}\n".encode())
@@ -144,7 +145,8 @@ def main() -> None:
     with open(tmp, "w") as f:
         json.dump(res, f)
     os.replace(tmp, os.path.join(d, "result.json"))
-    while not os.path.exists(os.path.join(d, "done")) and time.monotonic() < deadline + 120:
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(d, "done")) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
