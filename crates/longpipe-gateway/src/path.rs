@@ -185,7 +185,7 @@ impl PacketPath {
     }
 
     /// A RST from `from` to `to` at `seq` (made by the gateway).
-    fn rst(now: SimTime, from: ([u8; 4], u16), to: ([u8; 4], u16), seq: u32, ack: u32) -> RawPkt {
+    fn rst(from: ([u8; 4], u16), to: ([u8; 4], u16), seq: u32, ack: u32) -> RawPkt {
         let seg = Segment {
             sport: from.1,
             dport: to.1,
@@ -195,7 +195,7 @@ impl PacketPath {
             window: 0,
             ..Default::default()
         };
-        RawPkt::made(Packet::new(now, from.0, to.0, seg))
+        RawPkt::made(Packet::new(from.0, to.0, seg))
     }
 
     /// A packet loop that died held these connections (its last snapshot): each side of
@@ -203,7 +203,6 @@ impl PacketPath {
     /// come for them later are answered with RSTs at the numbers they show.
     pub fn reset_dead(
         &mut self,
-        now: SimTime,
         conns: Vec<(ConnKey, Dead, u64)>,
         tx: &mut impl FnMut(usize, &[u8]) -> bool,
     ) {
@@ -218,8 +217,8 @@ impl PacketPath {
                 (server, client, d.client_rcv_nxt),
             ] {
                 if let Some(seq) = seq {
-                    out.push(Self::rst(now, from, to, seq, 0));
-                    let mut probe = Self::rst(now, from, to, seq.wrapping_sub(1), 0);
+                    out.push(Self::rst(from, to, seq, 0));
+                    let mut probe = Self::rst(from, to, seq.wrapping_sub(1), 0);
                     probe.hdr_mut().seg.flags = ACK;
                     out.push(probe);
                 }
@@ -239,7 +238,6 @@ impl PacketPath {
     /// passes; a new SYN starts afresh.
     fn on_dead(
         &mut self,
-        now: SimTime,
         dir: Dir,
         k: ConnKey,
         h: &wire::TcpIpHeader,
@@ -263,10 +261,10 @@ impl PacketPath {
         };
         let mut out = std::mem::take(&mut self.out);
         if h.flags & wire::ACK != 0 {
-            out.push(Self::rst(now, peer, me, h.ack, 0));
+            out.push(Self::rst(peer, me, h.ack, 0));
         }
         if let Some(seq) = peer_expects {
-            out.push(Self::rst(now, me, peer, seq, 0));
+            out.push(Self::rst(me, peer, seq, 0));
         }
         self.stats.restart_reset_packets += 1;
         self.emit((0, &[]), &mut out, tx);
@@ -337,7 +335,7 @@ impl PacketPath {
                 Dir::ToClient => (h.src_ip, h.src_port, h.dst_ip, h.dst_port),
                 Dir::ToServer => (h.dst_ip, h.dst_port, h.src_ip, h.src_port),
             };
-            if self.on_dead(now, dir, k, &h, tx) {
+            if self.on_dead(dir, k, &h, tx) {
                 return;
             }
         }
@@ -349,7 +347,7 @@ impl PacketPath {
         let ihl = (b[0] & 0x0f) as usize * 4;
         let doff = (b[ihl + 12] >> 4) as usize * 4;
         self.reads += 1;
-        let pkt = RawPkt::from_wire(now, self.reads, &h, b, ihl + doff);
+        let pkt = RawPkt::from_wire(self.reads, &h, b, ihl + doff);
         let mut out = std::mem::take(&mut self.out);
         self.gw.on_packet(now, dir, pkt, &mut out);
         // the table grows only on a packet (a SYN), never on a timer
@@ -722,7 +720,7 @@ mod tests {
             until: SimTime(10_000),
         };
         let mut w: Vec<(usize, Vec<u8>)> = vec![];
-        p.reset_dead(SimTime(1), vec![(k, d, 777)], &mut |dev, b| {
+        p.reset_dead(vec![(k, d, 777)], &mut |dev, b| {
             w.push((dev, b.to_vec()));
             true
         });

@@ -60,13 +60,7 @@ fn add1(a: u16, b: u16) -> u16 {
 impl RawPkt {
     /// The packet whose parsed header is `h`, from the bytes `b` of read number
     /// `input` (`payload_at`: where the TCP payload starts; `b` holds it whole).
-    pub fn from_wire(
-        now: longpipe_core::time::SimTime,
-        input: u64,
-        h: &wire::TcpIpHeader,
-        b: &[u8],
-        payload_at: usize,
-    ) -> RawPkt {
+    pub fn from_wire(input: u64, h: &wire::TcpIpHeader, b: &[u8], payload_at: usize) -> RawPkt {
         let len = h.payload_len as usize;
         let (payload, payload_sum) = if len > 0 {
             let p = &b[payload_at..payload_at + len];
@@ -75,7 +69,7 @@ impl RawPkt {
             (None, 0)
         };
         RawPkt {
-            hdr: Packet::from_header(now, h.ip_id as u64, h),
+            hdr: Packet::from_header(h.ip_id as u64, h),
             dirty: false,
             input,
             ttl: h.ttl,
@@ -126,7 +120,6 @@ impl RawPkt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use longpipe_core::time::SimTime;
 
     fn sample(payload: &[u8]) -> Vec<u8> {
         let h = wire::TcpIpHeader {
@@ -176,7 +169,7 @@ mod tests {
             let b = sample(payload);
             let (h, st) = wire::parse(&b).unwrap();
             assert!(st.all_ok());
-            let mut p = RawPkt::from_wire(SimTime(0), 1, &h, &b, h.header_len());
+            let mut p = RawPkt::from_wire(1, &h, &b, h.header_len());
             let mut id = 100;
             let mut out = Vec::new();
             p.encode((1, &b), &mut id, &mut out);
@@ -204,7 +197,7 @@ mod tests {
     fn a_made_packet_has_no_payload_and_ttl_64() {
         let b = sample(b"abc");
         let (h, _) = wire::parse(&b).unwrap();
-        let mut hdr = Packet::from_header(SimTime(0), UNSTAMPED, &h);
+        let mut hdr = Packet::from_header(UNSTAMPED, &h);
         hdr.seg.len = 0;
         hdr.size = 40 + hdr.seg.opts.encoded_len();
         let p = RawPkt::made(hdr);

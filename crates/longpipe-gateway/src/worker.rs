@@ -327,7 +327,7 @@ pub fn run(o: &Opts, mut path: PacketPath, devs: [OwnedFd; 2], io: LoopIo) -> io
     if !dead.is_empty() {
         let n = dead.len();
         let lost: u64 = dead.iter().map(|d| d.2).sum();
-        path.reset_dead(now(), dead, &mut |dd, bb| {
+        path.reset_dead(dead, &mut |dd, bb| {
             pending.push(dd, bb);
             true
         });
@@ -450,7 +450,7 @@ pub fn run(o: &Opts, mut path: PacketPath, devs: [OwnedFd; 2], io: LoopIo) -> io
                 let (held, unsent) = path.gw.held_totals();
                 // what cannot go on without the gateway: reset on both sides, counted
                 let mut out = Vec::new();
-                let (reset, reset_bytes) = path.gw.reset_all(t, &mut out);
+                let (reset, reset_bytes) = path.gw.reset_all(&mut out);
                 path.write_made(&mut out, &mut |dd, bb| {
                     pending.push(dd, bb);
                     true

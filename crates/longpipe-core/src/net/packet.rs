@@ -8,7 +8,6 @@
 //! an address back to its node with [`addr_node`].
 
 use crate::element::{Class, Frame, TcpMeta};
-use crate::time::SimTime;
 use crate::wire::{SackBlocks, TcpIpHeader, TcpOptions};
 
 pub use crate::wire::{ACK, CWR, ECE, FIN, PSH, RST, SYN};
@@ -127,7 +126,6 @@ pub struct Packet {
     pub class: Class,
     /// The IP ECN field ([`ecn`] codepoints).
     pub ecn: u8,
-    pub created: SimTime,
     pub seg: Segment,
 }
 
@@ -137,7 +135,7 @@ pub const UNSTAMPED: u64 = u64::MAX;
 impl Packet {
     /// A new packet from `src` to `dst` carrying `seg`; its size follows from the
     /// options and payload.
-    pub fn new(now: SimTime, src: [u8; 4], dst: [u8; 4], seg: Segment) -> Packet {
+    pub fn new(src: [u8; 4], dst: [u8; 4], seg: Segment) -> Packet {
         Packet {
             uid: UNSTAMPED,
             src,
@@ -145,7 +143,6 @@ impl Packet {
             size: TCPIP_HEADER + seg.opts.encoded_len() + seg.len,
             class: Class::Normal,
             ecn: ecn::NOT_ECT,
-            created: now,
             seg,
         }
     }
@@ -179,7 +176,7 @@ impl Packet {
     }
 
     /// The packet a parsed header describes (payload bytes are not kept).
-    pub fn from_header(now: SimTime, uid: u64, h: &TcpIpHeader) -> Packet {
+    pub fn from_header(uid: u64, h: &TcpIpHeader) -> Packet {
         let seg = Segment {
             sport: h.src_port,
             dport: h.dst_port,
@@ -201,7 +198,6 @@ impl Packet {
                 Class::Normal
             },
             ecn: h.tos & 3,
-            created: now,
             seg,
         }
     }
@@ -295,13 +291,13 @@ mod tests {
                 ..Default::default()
             },
         };
-        let p = Packet::new(SimTime(5), node_addr(1), node_addr(2), seg.clone());
+        let p = Packet::new(node_addr(1), node_addr(2), seg.clone());
         assert_eq!(p.size, 40 + 12);
         let mut bytes = vec![];
         p.header().emit_with_zero_payload(&mut bytes);
         let (h, ck) = parse(&bytes).unwrap();
         assert!(ck.all_ok());
-        let q = Packet::from_header(SimTime(5), p.uid, &h);
+        let q = Packet::from_header(p.uid, &h);
         assert_eq!(
             (q.seg.clone(), q.size, q.src, q.dst),
             (seg.clone(), p.size, p.src, p.dst)
@@ -315,7 +311,7 @@ mod tests {
         let mut bytes = vec![];
         low.header().emit_with_zero_payload(&mut bytes);
         let (h, _) = parse(&bytes).unwrap();
-        let q = Packet::from_header(SimTime(5), low.uid, &h);
+        let q = Packet::from_header(low.uid, &h);
         assert_eq!((q.class, q.ecn), (Class::Low, ecn::CE));
         assert!(!p.clone().mark_ce(), "a Not-ECT packet is never marked");
         let mut e = p.clone();
@@ -328,7 +324,7 @@ mod tests {
             ..Default::default()
         };
         seg.len = 100;
-        let p = Packet::new(SimTime(0), node_addr(1), node_addr(2), seg);
+        let p = Packet::new(node_addr(1), node_addr(2), seg);
         assert_eq!(p.size, 40 + 4 + 24 + 100);
         assert_eq!(p.wire_len(), p.size);
     }

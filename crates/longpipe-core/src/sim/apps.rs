@@ -428,7 +428,7 @@ impl AppElement {
                         self.slots[k].frames.push_back((w, msg));
                     }
                     self.with_end(now, k, end, out, |ep, p| {
-                        ep.with_duplex(now, p, |d, segs| d.write(now, msg.len, segs))
+                        ep.with_duplex(p, |d, segs| d.write(now, msg.len, segs))
                     });
                 }
                 Action::Unlimited { conn, on } => {
@@ -436,7 +436,7 @@ impl AppElement {
                         continue;
                     };
                     self.with_end(now, k, end, out, |ep, p| {
-                        ep.with_duplex(now, p, |d, segs| d.set_unlimited(now, on, segs))
+                        ep.with_duplex(p, |d, segs| d.set_unlimited(now, on, segs))
                     });
                 }
                 Action::Close(conn) => {
@@ -444,7 +444,7 @@ impl AppElement {
                         continue;
                     };
                     self.with_end(now, k, end, out, |ep, p| {
-                        ep.with_duplex(now, p, |d, segs| d.close(now, segs))
+                        ep.with_duplex(p, |d, segs| d.close(now, segs))
                     });
                 }
             }

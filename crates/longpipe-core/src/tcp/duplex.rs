@@ -479,7 +479,7 @@ mod tests {
         fn act(&mut self, i: usize, f: impl FnOnce(&mut Duplex, SimTime, &mut Vec<Seg>)) {
             let now = self.now;
             let mut out = vec![];
-            self.ep[i].with_duplex(now, &mut out, |d, segs| f(d, now, segs));
+            self.ep[i].with_duplex(&mut out, |d, segs| f(d, now, segs));
             self.send(i, out);
         }
     }

@@ -255,11 +255,11 @@ impl Endpoint {
         }
     }
 
-    fn flush(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    fn flush(&mut self, out: &mut Vec<Packet>) {
         let segs = std::mem::take(&mut self.segs);
         for s in &segs {
             let w = self.encode(s);
-            let mut p = Packet::new(now, self.addrs.local, self.addrs.remote, w);
+            let mut p = Packet::new(self.addrs.local, self.addrs.remote, w);
             // the IP header's class (DSCP) and ECN field
             p.class = s.class;
             p.ecn = s.ecn;
@@ -281,7 +281,7 @@ impl Endpoint {
             Side::Duplex(d) => d.on_segment(now, &seg, &mut segs),
         }
         self.segs = segs;
-        self.flush(now, out);
+        self.flush(out);
     }
 
     /// When the endpoint next wants [`Endpoint::on_timeout`].
@@ -314,14 +314,13 @@ impl Endpoint {
             (Side::Duplex(d), None) => d.on_timer(now, &mut segs),
         }
         self.segs = segs;
-        self.flush(now, out);
+        self.flush(out);
     }
 
     /// Runs an application action on the sender (streaming data in, closing) and sends
     /// what it produces.
     pub fn with_sender(
         &mut self,
-        now: SimTime,
         out: &mut Vec<Packet>,
         f: impl FnOnce(&mut Sender, &mut Vec<Seg>),
     ) {
@@ -330,14 +329,13 @@ impl Endpoint {
             f(s, &mut segs);
         }
         self.segs = segs;
-        self.flush(now, out);
+        self.flush(out);
     }
 
     /// Runs an application action on the receiver (reading data) and sends what it
     /// produces.
     pub fn with_receiver(
         &mut self,
-        now: SimTime,
         out: &mut Vec<Packet>,
         f: impl FnOnce(&mut Receiver, &mut Vec<Seg>),
     ) {
@@ -346,14 +344,13 @@ impl Endpoint {
             f(r, &mut segs);
         }
         self.segs = segs;
-        self.flush(now, out);
+        self.flush(out);
     }
 
     /// Runs an application action on a two-way connection (writing, closing) and sends
     /// what it produces.
     pub fn with_duplex(
         &mut self,
-        now: SimTime,
         out: &mut Vec<Packet>,
         f: impl FnOnce(&mut Duplex, &mut Vec<Seg>),
     ) {
@@ -362,7 +359,7 @@ impl Endpoint {
             f(d, &mut segs);
         }
         self.segs = segs;
-        self.flush(now, out);
+        self.flush(out);
     }
 
     /// The counters of the side that sends (a two-way connection's sending half).

@@ -211,11 +211,9 @@ impl Reassembler {
 mod tests {
     use super::*;
     use crate::net::packet::{node_addr, Segment, ACK};
-    use crate::time::SimTime;
 
     fn pkt(seq: u32, len: u32) -> Packet {
         Packet::new(
-            SimTime(0),
             node_addr(0),
             node_addr(1),
             Segment {

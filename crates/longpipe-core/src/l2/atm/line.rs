@@ -430,7 +430,6 @@ mod tests {
 
     fn pkt(seq: u32, len: u32) -> Packet {
         Packet::new(
-            SimTime(0),
             node_addr(0),
             node_addr(1),
             Segment {

@@ -210,7 +210,7 @@ mod tests {
             }
         }
         assert_eq!(metrics(&s, SimTime(0)).tagged_by_port.0, [1, 0, 0]);
-        let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
+        let p = Packet::new(node_addr(1), node_addr(3), Segment::default());
         assert_eq!(Element::<Unit>::pass_through(&s, 1, &Unit::Packet(p)), None);
     }
 
@@ -219,7 +219,7 @@ mod tests {
         let mut s = switch(vec![None, None, None]);
         let mut out = vec![];
         s.handle(SimTime(0), 0, cell(0, 2, false), &mut out); // no route toward 2
-        let p = Packet::new(SimTime(0), node_addr(1), node_addr(3), Segment::default());
+        let p = Packet::new(node_addr(1), node_addr(3), Segment::default());
         s.handle(SimTime(0), 0, Unit::Packet(p), &mut out);
         assert!(out.is_empty());
         assert_eq!(metrics(&s, SimTime(0)).stray, 2);

@@ -34,7 +34,7 @@ impl<P: GwPacket> Gateway<P> {
     /// without the gateway ([`spoof::Conn::needs_gateway`]) and forgets it; the rest
     /// continue end to end. Returns (connections reset, bytes the servers saw
     /// acknowledged that their clients never did).
-    pub fn reset_all(&mut self, now: SimTime, out: &mut Vec<P>) -> (u64, u64) {
+    pub fn reset_all(&mut self, out: &mut Vec<P>) -> (u64, u64) {
         let st = &mut self.stats;
         let Conns::Spoof(cs) = &mut self.conns else {
             return (0, 0);
@@ -47,7 +47,7 @@ impl<P: GwPacket> Gateway<P> {
         let mut bytes = 0;
         for k in &doomed {
             let c = cs.remove(k).expect("present");
-            c.rsts(now, out);
+            c.rsts(out);
             bytes += c.unsent_acked_bytes();
             self.faults.fins_undelivered += c.fin_undelivered() as u64;
             Self::unlink(&mut self.idx, &mut self.shared, &mut self.hs, st, *k, &c);
@@ -132,7 +132,6 @@ impl<P: GwPacket> Gateway<P> {
         faults: &mut FaultCounters,
         st: &mut GatewayCounters,
         cfg: &GatewayConfig,
-        now: SimTime,
         (k, dir): (ConnKey, Dir),
         pkt: P,
         out: &mut Vec<P>,
@@ -149,7 +148,7 @@ impl<P: GwPacket> Gateway<P> {
                 faults.fins_undelivered += c.fin_undelivered() as u64;
                 if dir == Dir::ToClient {
                     // at the byte the client expects, not the one the server sent next
-                    out.push(c.rst_to_client(now));
+                    out.push(c.rst_to_client());
                 } else {
                     out.push(pkt);
                 }
@@ -164,7 +163,7 @@ impl<P: GwPacket> Gateway<P> {
                     .as_ref()
                     .map_or(spoof::MemShare::UNLIMITED, |sh| sh.mem(n));
                 let c = cs.get_mut(&k).expect("present");
-                out.push(c.challenge_ack(cfg, mem, now));
+                out.push(c.challenge_ack(cfg, mem));
             }
             spoof::RstVerdict::Drop => faults.rst_dropped += 1,
             spoof::RstVerdict::Pass => {

@@ -420,7 +420,6 @@ impl<P: GwPacket> Gateway<P> {
                         &mut self.faults,
                         st,
                         cfg,
-                        now,
                         (k, dir),
                         pkt,
                         out,
@@ -654,7 +653,7 @@ impl<P: GwPacket> Gateway<P> {
                     if idle_gone || abandoned {
                         if abandoned {
                             // given up: both sides reset, at the numbers they expect
-                            c.rsts(now, out);
+                            c.rsts(out);
                             self.faults.resets_sent += 1;
                             self.abandoned += 1;
                             self.abandoned_bytes += c.unsent_acked_bytes();

@@ -151,12 +151,12 @@ impl SplitConn {
                 if fresh > 0 {
                     self.pushed += fresh;
                     self.to_client
-                        .with_sender(now, out, |s, segs| s.push_data(now, fresh, segs));
+                        .with_sender(out, |s, segs| s.push_data(now, fresh, segs));
                 }
                 if fin && !self.closed {
                     self.closed = true;
                     self.to_client
-                        .with_sender(now, out, |s, segs| s.close(now, segs));
+                        .with_sender(out, |s, segs| s.close(now, segs));
                 }
             }
             // the client answers the gateway's own connection
@@ -167,7 +167,7 @@ impl SplitConn {
         let unread = self.unread();
         st.max_buffer_bytes.update(unread);
         self.to_server
-            .with_receiver(now, out, |r, segs| r.set_unread(unread, segs));
+            .with_receiver(out, |r, segs| r.set_unread(unread, segs));
     }
 
     pub fn on_timer(&mut self, _st: &mut GatewayCounters, now: SimTime, out: &mut Vec<Packet>) {

@@ -5,7 +5,6 @@
 
 use super::{Conn, Dir, GatewayConfig, GwPacket, MemShare};
 use crate::net::packet::{Packet, Segment, ACK, RST};
-use crate::time::SimTime;
 
 /// What to do with a RST ([`Conn::rst_verdict`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +87,7 @@ impl<P: GwPacket> Conn<P> {
 
     /// A RST toward the client at the byte it expects next (the gateway's best
     /// knowledge: what it acknowledged), in the server's name.
-    pub fn rst_to_client(&self, now: SimTime) -> P {
+    pub fn rst_to_client(&self) -> P {
         let (server, server_port, client, client_port) = self.key;
         let seg = Segment {
             sport: server_port,
@@ -99,12 +98,12 @@ impl<P: GwPacket> Conn<P> {
             window: 0,
             ..Default::default()
         };
-        P::made(Packet::new(now, server, client, seg))
+        P::made(Packet::new(server, client, seg))
     }
 
     /// A RST toward the server at the byte it expects next (what the client sent), in
     /// the client's name.
-    pub fn rst_to_server(&self, now: SimTime) -> P {
+    pub fn rst_to_server(&self) -> P {
         let (server, server_port, client, client_port) = self.key;
         let sent = self.client_seq + self.client_fin as u64;
         let seg = Segment {
@@ -119,13 +118,13 @@ impl<P: GwPacket> Conn<P> {
             window: 0,
             ..Default::default()
         };
-        P::made(Packet::new(now, client, server, seg))
+        P::made(Packet::new(client, server, seg))
     }
 
     /// A challenge ACK (RFC 5961 §3.2) toward the server: the gateway's current ACK in
     /// the client's name.
-    pub fn challenge_ack(&mut self, cfg: &GatewayConfig, mem: MemShare, now: SimTime) -> P {
-        self.spoof_ack(cfg, mem, now)
+    pub fn challenge_ack(&mut self, cfg: &GatewayConfig, mem: MemShare) -> P {
+        self.spoof_ack(cfg, mem)
     }
 
     /// The connection cannot go on without the gateway: it holds bytes the server saw
@@ -146,10 +145,10 @@ impl<P: GwPacket> Conn<P> {
     /// (RFC 5961 §3.2) but answers the probe with its exact ACK, which, the gateway's
     /// state gone, reaches the other end; that end, reset, answers with a RST at
     /// exactly that number (RFC 793: a closed port's RST carries the segment's ACK).
-    pub fn rsts(&self, now: SimTime, out: &mut Vec<P>) {
-        out.push(self.rst_to_server(now));
-        out.push(self.rst_to_client(now));
-        for mut p in [self.rst_to_server(now), self.rst_to_client(now)] {
+    pub fn rsts(&self, out: &mut Vec<P>) {
+        out.push(self.rst_to_server());
+        out.push(self.rst_to_client());
+        for mut p in [self.rst_to_server(), self.rst_to_client()] {
             let q = p.hdr_mut();
             q.seg.seq = q.seg.seq.wrapping_sub(1);
             q.seg.flags = ACK;

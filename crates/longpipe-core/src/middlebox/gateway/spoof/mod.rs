@@ -588,11 +588,10 @@ impl<P: GwPacket> Conn<P> {
         cfg: &GatewayConfig,
         mem: MemShare,
         st: &mut GatewayCounters,
-        now: SimTime,
         out: &mut Vec<P>,
     ) {
         st.spoofed_acks += 1;
-        out.push(self.spoof_ack(cfg, mem, now));
+        out.push(self.spoof_ack(cfg, mem));
     }
 
     /// A client segment whose ACK covers the server's FIN: the server must see it
@@ -665,7 +664,6 @@ impl<P: GwPacket> Conn<P> {
         let mut p = h.pkt.clone();
         let q = p.hdr_mut();
         q.seg.ack = server_ack;
-        q.created = now;
         q.uid = crate::net::packet::UNSTAMPED;
         let len = q.seg.len;
         st.sat_bytes_sent += len as u64;

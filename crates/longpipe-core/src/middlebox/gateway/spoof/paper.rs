@@ -47,7 +47,7 @@ impl<P: GwPacket> Conn<P> {
             // segments' worth of buffer has freed since the last advertisement.
             let free = cfg.buffer.saturating_sub(self.held_bytes);
             if free >= self.adv_wnd + 2 * self.mss {
-                out.push(self.spoof_ack(cfg, MemShare::UNLIMITED, now));
+                out.push(self.spoof_ack(cfg, MemShare::UNLIMITED));
             }
             // the client's ACK of the FIN: the server may close
             self.pass_fin_ack(ack, &mut pkt, out);

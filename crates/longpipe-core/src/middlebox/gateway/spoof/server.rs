@@ -82,7 +82,7 @@ impl<P: GwPacket> Conn<P> {
     }
 
     /// An ACK in the client's name, to the server.
-    pub(super) fn spoof_ack(&mut self, cfg: &GatewayConfig, mem: MemShare, now: SimTime) -> P {
+    pub(super) fn spoof_ack(&mut self, cfg: &GatewayConfig, mem: MemShare) -> P {
         let free = self.free_window(cfg, mem);
         self.adv_wnd = free;
         let shift = self.server_view_shift();
@@ -112,7 +112,7 @@ impl<P: GwPacket> Conn<P> {
             seg.opts.sack = Some(Box::new(self.sack_blocks(most)));
         }
         self.syn_acked = true;
-        P::made(Packet::new(now, client, server, seg))
+        P::made(Packet::new(client, server, seg))
     }
 
     /// The out-of-order data as at most `most` SACK blocks in the server's sequence
@@ -218,7 +218,7 @@ impl<P: GwPacket> Conn<P> {
         let len = seg.len as u64;
         if fin && self.fin_seen && seq + len == self.rcv_nxt {
             // the FIN again (with or without its data): the spoofed ACK of it was lost
-            self.fin_again(cfg, mem, st, now, out);
+            self.fin_again(cfg, mem, st, out);
             return;
         }
         if seq == self.rcv_nxt && seg.len > 0 && !self.fin_seen {
@@ -232,7 +232,7 @@ impl<P: GwPacket> Conn<P> {
             let invited = seq < self.edge;
             if !invited && (!self.room(cfg, len) || no_room) {
                 st.dropped_buffer_full += 1;
-                out.push(self.spoof_ack(cfg, mem, now));
+                out.push(self.spoof_ack(cfg, mem));
                 return;
             }
             if let Some((v, _)) = seg.opts.timestamps {
@@ -241,7 +241,7 @@ impl<P: GwPacket> Conn<P> {
             self.accept_in_order(seq, pkt, seq_len);
             st.max_buffer_bytes.update(self.held_bytes);
             st.spoofed_acks += 1;
-            let ack = self.spoof_ack(cfg, mem, now);
+            let ack = self.spoof_ack(cfg, mem);
             out.push(ack);
         } else if seg.len == 0 && fin && seq == self.rcv_nxt {
             // a bare FIN: forward in sequence (kept so that it is resent if lost),
@@ -252,7 +252,7 @@ impl<P: GwPacket> Conn<P> {
             }
             self.hold(seq, pkt, seq_len);
             st.spoofed_acks += 1;
-            out.push(self.spoof_ack(cfg, mem, now));
+            out.push(self.spoof_ack(cfg, mem));
         } else if seg.len > 0
             && seq > self.rcv_nxt
             && seq + len <= self.edge
@@ -265,11 +265,11 @@ impl<P: GwPacket> Conn<P> {
             self.ooo.insert(seq, (pkt, seq_len));
             self.last_ooo = Some(seq);
             st.out_of_order_held += 1;
-            out.push(self.spoof_ack(cfg, mem, now));
+            out.push(self.spoof_ack(cfg, mem));
         } else {
             // a duplicate, or beyond the window or the buffer: a duplicate spoofed ACK,
             // data not kept
-            out.push(self.spoof_ack(cfg, mem, now));
+            out.push(self.spoof_ack(cfg, mem));
         }
     }
 }

@@ -126,7 +126,7 @@ impl<P: GwPacket> Conn<P> {
             // Back-pressure release: a window update once at least two segments' worth
             // more can be promised than at the last advertisement.
             if self.free_window(cfg, mem) >= self.adv_wnd + 2 * self.mss {
-                out.push(self.spoof_ack(cfg, mem, now));
+                out.push(self.spoof_ack(cfg, mem));
             }
         }
         // the client's ACK of the FIN: the server may close
