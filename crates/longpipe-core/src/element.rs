@@ -116,6 +116,14 @@ pub trait Element<U> {
     fn pass_through(&self, _port: PortId, _unit: &U) -> Option<PortId> {
         None
     }
+    /// True when [`Element::pass_through`]'s answer depends only on the input port and
+    /// the unit's key (the driver's `Stamp::pass_key`: a packet's addresses and ports),
+    /// never on its other fields, and does not change while the element is not
+    /// borrowed mutably: a driver may then remember it. Asked once, when the element
+    /// is added.
+    fn pass_keyed(&self) -> bool {
+        false
+    }
     /// True for a *line*: an element whose handling of each unit depends only on the
     /// units handed to it before, in order, and on their times (not on when it is
     /// called); that emits only timed units, each port's no earlier than the one
@@ -150,6 +158,9 @@ impl<U, T: Element<U> + ?Sized> Element<U> for Box<T> {
     }
     fn pass_through(&self, port: PortId, unit: &U) -> Option<PortId> {
         (**self).pass_through(port, unit)
+    }
+    fn pass_keyed(&self) -> bool {
+        (**self).pass_keyed()
     }
     fn folds(&self) -> bool {
         (**self).folds()

@@ -123,6 +123,12 @@ impl<U: PacketUnit> Element<U> for Forwarder {
         self.route(unit.packet()?)
     }
 
+    /// [`Forwarder::route`] reads the packet's destination and, for a local one, its
+    /// ports and source; the routes and the local endpoints are fixed when it is built.
+    fn pass_keyed(&self) -> bool {
+        true
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) {}

@@ -65,6 +65,9 @@ macro_rules! elements {
             fn folds(&self) -> bool {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::folds(e)),* }
             }
+            fn pass_keyed(&self) -> bool {
+                match self { $(Elem::$name(e) => <$t as Element<Unit>>::pass_keyed(e)),* }
+            }
             #[inline]
             fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
                 match self { $(Elem::$name(e) => <$t as Element<Unit>>::handle_timeout(e, now, out)),* }
@@ -245,5 +248,20 @@ impl Stamp for Unit {
             }
             Unit::Cell(_) => {} // a cell's packet was stamped when it was sent
         }
+    }
+    /// A packet: its addresses and ports (what a router decides on, delivering to a
+    /// local endpoint included); a cell: its destination (what a switch routes by).
+    #[inline]
+    fn pass_key(&self) -> Option<u128> {
+        Some(match self {
+            Unit::Packet(p) => {
+                1 << 127
+                    | (u32::from_be_bytes(p.src) as u128) << 64
+                    | (u32::from_be_bytes(p.dst) as u128) << 32
+                    | (p.seg.sport as u128) << 16
+                    | p.seg.dport as u128
+            }
+            Unit::Cell(c) => 1 << 126 | c.dst as u128,
+        })
     }
 }

@@ -98,6 +98,11 @@ impl<U: CellUnit> Element<U> for AtmSwitch {
         self.routes.next(self.node, unit.cell()?.dst as usize)
     }
 
+    /// The input's policing (fixed) and the cell's destination.
+    fn pass_keyed(&self) -> bool {
+        true
+    }
+
     fn handle_timeout(&mut self, _now: SimTime, _out: &mut Vec<Emit<U>>) {}
 
     fn metrics(&self, _now: SimTime) -> SwitchCounters {
