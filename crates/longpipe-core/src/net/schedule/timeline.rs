@@ -26,36 +26,47 @@ fn draw(rng: &mut RngStream, lo: u64, hi: u64) -> u64 {
     lo + ((rng.next_u64() as u128 * span) >> 64) as u64
 }
 
-impl Ticker {
-    fn pick<T: Clone>(
-        &mut self,
-        v: &Varying<T>,
-        as_u64: impl Fn(&T) -> u64,
-        from: impl Fn(u64) -> T,
-    ) -> T {
-        match v {
-            Varying::One(x) => x.clone(),
-            Varying::Cycle(xs) => xs[(self.n % xs.len() as u64) as usize].clone(),
-            Varying::Range(lo, hi) => from(draw(&mut self.rng, as_u64(lo), as_u64(hi))),
-        }
+/// Tick `n`'s value of `v` (a draw from `rng` for a range).
+fn pick<T: Clone>(
+    rng: &mut RngStream,
+    n: u64,
+    v: &Varying<T>,
+    as_u64: impl Fn(&T) -> u64,
+    from: impl Fn(u64) -> T,
+) -> T {
+    match v {
+        Varying::One(x) => x.clone(),
+        Varying::Cycle(xs) => xs[(n % xs.len() as u64) as usize].clone(),
+        Varying::Range(lo, hi) => from(draw(rng, as_u64(lo), as_u64(hi))),
     }
+}
 
+impl Ticker {
     /// The change of the tick due now for direction `dir`. Draws every random value of
     /// the entry in a fixed order, whichever direction asks, so both directions see
     /// the same draws.
     fn tick(&mut self, dir: usize) -> Change {
-        let cfg = self.cfg.clone();
+        // (the fields apart: the entry is read while the stream draws, without a
+        // reference count's two atomic operations a tick)
+        let Ticker {
+            cfg,
+            n,
+            rng,
+            next,
+            up_at,
+        } = self;
+        let k = *n;
         let rates = [
-            cfg.rate[0].as_ref().map(|v| self.pick(v, |r| r.0, Rate)),
-            cfg.rate[1].as_ref().map(|v| self.pick(v, |r| r.0, Rate)),
+            cfg.rate[0].as_ref().map(|v| pick(rng, k, v, |r| r.0, Rate)),
+            cfg.rate[1].as_ref().map(|v| pick(rng, k, v, |r| r.0, Rate)),
         ];
         let delays = [
             cfg.delay[0]
                 .as_ref()
-                .map(|v| self.pick(v, |d| d.0, SimDuration)),
+                .map(|v| pick(rng, k, v, |d| d.0, SimDuration)),
             cfg.delay[1]
                 .as_ref()
-                .map(|v| self.pick(v, |d| d.0, SimDuration)),
+                .map(|v| pick(rng, k, v, |d| d.0, SimDuration)),
         ];
         let mut c = Change {
             rate: if dir == 1 && cfg.mirror_rate {
@@ -70,22 +81,22 @@ impl Ticker {
             },
             loss: cfg.loss[dir]
                 .as_ref()
-                .map(|v| self.pick(v, |_| 0, |_| unreachable!())),
+                .map(|v| pick(rng, k, v, |_| 0, |_| unreachable!())),
             up: cfg
                 .up
                 .as_ref()
-                .map(|v| self.pick(v, |_| 0, |_| unreachable!())),
+                .map(|v| pick(rng, k, v, |_| 0, |_| unreachable!())),
         };
         if let Some(d) = &cfg.down_for {
-            let down = cfg.down_p >= 1.0 || self.rng.uniform() < cfg.down_p;
-            let len = self.pick(d, |d| d.0, SimDuration);
+            let down = cfg.down_p >= 1.0 || rng.uniform() < cfg.down_p;
+            let len = pick(rng, k, d, |d| d.0, SimDuration);
             if down && len > SimDuration::ZERO {
                 c.up = Some(false);
-                self.up_at = Some(self.next + len);
+                *up_at = Some(*next + len);
             }
         }
-        self.n += 1;
-        self.next += cfg.every;
+        *n += 1;
+        *next += cfg.every;
         c
     }
 }
