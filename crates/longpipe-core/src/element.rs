@@ -118,9 +118,10 @@ pub trait Element<U> {
     }
     /// True when [`Element::pass_through`]'s answer depends only on the input port and
     /// the unit's key (the driver's `Stamp::pass_key`: a packet's addresses and ports),
-    /// never on its other fields, and does not change while the element is not
-    /// borrowed mutably: a driver may then remember it. Asked once, when the element
-    /// is added.
+    /// never on its other fields: a driver may then remember it. The answer must not
+    /// change while the element runs (its own `handle` included), as for any
+    /// pass-through; changing it from outside through the driver's `elem_mut` makes
+    /// the driver forget what it remembered. Asked once, when the element is added.
     fn pass_keyed(&self) -> bool {
         false
     }

@@ -1058,6 +1058,54 @@ mod tests {
         }
     }
 
+    #[test]
+    fn two_keys_in_one_memo_slot_each_keep_their_route() {
+        // a relay -> a keyed router whose outputs are unwired (exits): two keys whose
+        // walks share a slot and take different routes, alternately
+        let log = std::rc::Rc::new(std::cell::RefCell::new(vec![]));
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let mk = |kind| X {
+            kind,
+            salt: 1,
+            pass: true,
+            keyed: true,
+            asked: asked.clone(),
+            log: log.clone(),
+        };
+        let mut d: Driver<U, X> = Driver::new();
+        let (relay, router) = (d.add(mk(3)), d.add(mk(1)));
+        d.wire(relay, 0, router, 0);
+        d.start();
+        let at = d.port_index(relay, 0) as u32;
+        let slots = (d.ports.len() * 2)
+            .next_power_of_two()
+            .clamp(1 << 10, 1 << 14);
+        // routed (not a multiple of 5), out on port k % 3
+        let k1 = 1u64;
+        let k2 = (2..100_000u64)
+            .find(|&k| {
+                k % 5 != 0
+                    && k % 3 != k1 % 3
+                    && memo_slot(at, k as u128, slots) == memo_slot(at, k1 as u128, slots)
+            })
+            .expect("a key in the same slot");
+        let mut exits = vec![];
+        for (i, k) in [k1, k2, k1, k2, k2, k1].into_iter().enumerate() {
+            d.advance_to(SimTime(i as u64));
+            d.inject(relay, 0, U(k, u64::MAX));
+            d.drain_exits_into(&mut exits);
+        }
+        assert_eq!(d.memo.len(), slots, "the walks were remembered");
+        let routes: Vec<(u64, PortId)> = exits.iter().map(|e| (e.3 .0, e.2)).collect();
+        let want: Vec<(u64, PortId)> = [k1, k2, k1, k2, k2, k1]
+            .into_iter()
+            .map(|k| (k, (k % 3) as PortId))
+            .collect();
+        assert_eq!(routes, want);
+        // the router was asked again only where the other key had taken the slot
+        assert_eq!(asked.get(), 5);
+    }
+
     /// kind 0: a line (each unit out on port 0 `delay` ns after it is handed; counts
     /// them); kind 1: a router passing everything to port 0; kind 2: a sink. All log
     /// what they are handed.

@@ -265,3 +265,54 @@ impl Stamp for Unit {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::l2::atm::Cell;
+    use crate::net::packet::{node_addr, Packet, Segment};
+
+    /// Every field a forwarder routes by (destination; for a local endpoint its port,
+    /// the source and its port) is in the key, and a cell never shares a packet's.
+    #[test]
+    fn the_pass_key_tells_apart_what_a_forwarder_reads() {
+        let seg = Segment {
+            sport: 40_000,
+            dport: 5001,
+            ..Default::default()
+        };
+        let p = Packet::new(node_addr(1), node_addr(2), seg);
+        let key = |p: &Packet| Unit::Packet(p.clone()).pass_key().expect("a packet's key");
+        let k = key(&p);
+        let mut other = vec![];
+        for change in 0..4 {
+            let mut q = p.clone();
+            match change {
+                0 => q.src = node_addr(3),
+                1 => q.dst = node_addr(3),
+                2 => q.seg.sport += 1,
+                _ => q.seg.dport += 1,
+            }
+            other.push(key(&q));
+        }
+        assert!(other.iter().all(|&o| o != k), "{other:?}");
+        // fields a forwarder does not read leave it alone
+        let mut q = p.clone();
+        q.seg.seq = 99;
+        q.size += 100;
+        assert_eq!(key(&q), k);
+        let cell = Unit::Cell(Cell {
+            vc: 0,
+            dst: 2,
+            pdu: 0,
+            ncells: 1,
+            eom: true,
+            clp: false,
+            epoch: 0,
+            epoch_start: 0,
+            sdu: None,
+        });
+        let c = cell.pass_key().expect("a cell's key");
+        assert!(c >> 126 == 1 && k >> 127 == 1, "kinds in different bits");
+    }
+}
