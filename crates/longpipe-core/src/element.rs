@@ -86,6 +86,20 @@ pub enum Emit<U> {
     At { at: SimTime, port: PortId, unit: U },
 }
 
+/// Pushes the emission `f` makes onto `out`, made after the room for it is reserved.
+///
+/// The same as `out.push(f())`, but the compiler can build the emission in the vector's
+/// slot. `push` builds it on the stack and copies it; when the unit was just assembled
+/// from its fields (an ATM cell), the copy's 16-byte loads read the narrow stores that
+/// built it, which the processor cannot forward (a store-forwarding stall). Measured
+/// on an ATM line's cells: 0.895x CPU on examples/atm-wan.toml. Not a rule: a link that
+/// passes a whole unit on measured 1.035x with it, so it keeps `push` (BENCHMARKS.md,
+/// eighth session).
+#[inline(always)]
+pub fn emit_with<U>(out: &mut Vec<Emit<U>>, f: impl FnOnce() -> Emit<U>) {
+    out.extend(std::iter::once_with(f));
+}
+
 /// The protocol of every network element (see the module documentation).
 pub trait Element<U> {
     /// A snapshot of the element's counters (see [`crate::stats`]).

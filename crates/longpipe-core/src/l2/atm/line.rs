@@ -25,7 +25,7 @@ use super::aal5::{Reassembler, Segmenter};
 use super::cell::{Cell, CellUnit, CELL_BITS, CELL_BYTES};
 use super::discard::{Discard, Drop};
 use super::{PerIndex, VcCounters, VcTable};
-use crate::element::{Element, Emit, PortId};
+use crate::element::{emit_with, Element, Emit, PortId};
 use crate::net::link::{LinkCounters, OUT};
 use crate::net::loss::LossState;
 use crate::net::packet::Packet;
@@ -229,7 +229,7 @@ impl AtmLine {
         }
         let at = end + self.delay;
         match &mut self.sink {
-            Sink::Cells => out.push(Emit::At {
+            Sink::Cells => emit_with(out, || Emit::At {
                 at,
                 port: OUT,
                 unit: U::from_cell(cell),
