@@ -131,30 +131,40 @@ const NO_PORT: Port = Port {
     lane: u32::MAX,
 };
 
+/// What the driver keeps of one element. Kept in one place, not in a vector each: a
+/// unit's hop reads most of them for the element it leaves and the one it reaches, and
+/// with a thousand flows each vector's read was a cache miss of its own.
+#[derive(Clone, Copy)]
+struct Meta {
+    /// The wake-up time pending in the queue, if any.
+    pending: Option<SimTime>,
+    /// The output (see [`fold_key`]) whose timed units are folded into the element
+    /// ([`Driver::fold`]); NO_FOLD: none.
+    fold_src: u64,
+    /// Where its output ports are in `ports`: (first, count).
+    first: (u32, u32),
+    /// [`Element::wakes`], asked once when it was added: the others are never polled.
+    wakes: bool,
+    /// [`Element::passes`], asked once when it was added.
+    passes: bool,
+    /// [`Element::pass_keyed`], asked once when it was added.
+    keyed: bool,
+}
+
 pub struct Driver<U, E: Element<U>> {
     elems: Vec<E>,
     /// Every element's output ports, in one flat vector (compact in cache however many
     /// elements): element `i`'s port `k` is `ports[first[i].0 + k]`, for `k < first[i].1`.
     ports: Vec<Port>,
-    first: Vec<(u32, u32)>,
-    /// The wake-up time each element has pending in the queue, if any.
-    pending: Vec<Option<SimTime>>,
-    /// Each element's [`Element::wakes`], asked once when it was added: the others are
-    /// never polled.
-    wakes: Vec<bool>,
-    /// Each element's [`Element::passes`], asked once when it was added.
-    passes: Vec<bool>,
-    /// Each element's [`Element::pass_keyed`], asked once when it was added.
-    keyed: Vec<bool>,
+    /// What the driver keeps of each element, side by side (one cache line or two
+    /// an element, however many elements; see [`Meta`]).
+    meta: Vec<Meta>,
     /// Remembered pass-through walks, direct-mapped by (output, key): empty until the
     /// first walk; emptied when a passing element is borrowed mutably or the wiring
     /// changes.
     memo: Vec<Memo>,
     /// Walks are remembered (not in the reference, [`Driver::fold_by_events`]).
     memo_on: bool,
-    /// For each element, the output (see [`fold_key`]) whose timed units are folded
-    /// into it ([`Driver::fold`]); NO_FOLD: none.
-    fold_src: Vec<u64>,
     /// The instants the caller reads counters at ([`Driver::set_snapshots`]), in order.
     snaps: Vec<SimTime>,
     /// For each snapshot instant, the counters at it of each folded line that has
@@ -190,14 +200,9 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         Driver {
             elems: Vec::new(),
             ports: Vec::new(),
-            first: Vec::new(),
-            pending: Vec::new(),
-            wakes: Vec::new(),
-            passes: Vec::new(),
-            keyed: Vec::new(),
+            meta: Vec::new(),
             memo: Vec::new(),
             memo_on: true,
-            fold_src: Vec::new(),
             snaps: Vec::new(),
             early: Vec::new(),
             fold_next: Vec::new(),
@@ -213,15 +218,17 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
 
     /// Adds an element; its id.
     pub fn add(&mut self, e: E) -> ElemId {
-        self.wakes.push(e.wakes());
-        self.passes.push(e.passes());
-        self.keyed.push(e.pass_keyed());
+        self.meta.push(Meta {
+            pending: None,
+            fold_src: NO_FOLD,
+            first: (0, 0),
+            wakes: e.wakes(),
+            passes: e.passes(),
+            keyed: e.pass_keyed(),
+        });
         self.memo = Vec::new();
-        self.fold_src.push(NO_FOLD);
         self.fold_next.push(SimTime::MAX);
         self.elems.push(e);
-        self.first.push((0, 0));
-        self.pending.push(None);
         (self.elems.len() - 1) as ElemId
     }
 
@@ -248,7 +255,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             self.elems[from as usize].folds() && self.elems[into as usize].folds(),
             "a fold joins two lines"
         );
-        self.fold_src[into as usize] = fold_key(from, port);
+        self.meta[into as usize].fold_src = fold_key(from, port);
     }
 
     /// Runs folded hops as events, each at its unit's arrival time, with the tie order
@@ -326,7 +333,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     /// whose ports outgrow their place moves them to the end (building only: elements
     /// are wired before they run).
     fn port_index(&mut self, from: ElemId, port: PortId) -> usize {
-        let (base, len) = self.first[from as usize];
+        let (base, len) = self.meta[from as usize].first;
         if (port as u32) < len {
             return (base + port as u32) as usize;
         }
@@ -336,13 +343,13 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         let old: Vec<Port> = self.ports[base as usize..(base + len) as usize].to_vec();
         self.ports.extend(old);
         self.ports.resize((new_base + new_len) as usize, NO_PORT);
-        self.first[from as usize] = (new_base, new_len);
+        self.meta[from as usize].first = (new_base, new_len);
         (new_base + port as u32) as usize
     }
 
     /// What output `port` of `from` is wired to.
     pub fn wired(&self, from: ElemId, port: PortId) -> Option<(ElemId, PortId)> {
-        let (base, len) = self.first[from as usize];
+        let (base, len) = self.meta[from as usize].first;
         if port as u32 >= len {
             return None;
         }
@@ -356,7 +363,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     /// Element `id`, to change; if it passes units through, the remembered walks are
     /// forgotten (its answers may change).
     pub fn elem_mut(&mut self, id: ElemId) -> &mut E {
-        if self.passes[id as usize] {
+        if self.meta[id as usize].passes {
             self.memo = Vec::new();
         }
         &mut self.elems[id as usize]
@@ -370,7 +377,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     pub fn start(&mut self) {
         let now = self.q.now();
         for id in 0..self.elems.len() as ElemId {
-            if self.wakes[id as usize] {
+            if self.meta[id as usize].wakes {
                 self.sync_wake(id, now);
             }
         }
@@ -400,10 +407,10 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         match ev {
             Ev::Wake(id) => {
                 let i = id as usize;
-                if self.pending[i] != Some(now) {
+                if self.meta[i].pending != Some(now) {
                     return true; // superseded by an earlier wake-up
                 }
-                self.pending[i] = None;
+                self.meta[i].pending = None;
                 let mut out = self.pool.pop().unwrap_or_default();
                 self.elems[i].handle_timeout(now, &mut out);
                 self.route(now, id, &mut out);
@@ -458,7 +465,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             // the reference checks the caller's word: a folded line gets its units
             // only over the folded hop (an Ev::Folded delivery)
             assert!(
-                self.fold_src[id as usize] == NO_FOLD || self.reserved != NO_SEQ,
+                self.meta[id as usize].fold_src == NO_FOLD || self.reserved != NO_SEQ,
                 "element {id} is folded but was handed a unit another way"
             );
         }
@@ -466,13 +473,13 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         self.elems[id as usize].handle(now, port, unit, &mut out);
         self.route(now, id, &mut out);
         self.pool.push(out);
-        if self.wakes[id as usize] {
+        if self.meta[id as usize].wakes {
             self.sync_wake(id, now);
         }
     }
 
     fn route(&mut self, now: SimTime, from: ElemId, out: &mut Vec<Emit<U>>) {
-        let mut ports = self.first[from as usize];
+        let mut ports = self.meta[from as usize].first;
         // most calls emit one unit: no drain to set up and tear down for it
         if out.len() == 1 {
             let e = out.pop().expect("one unit");
@@ -497,7 +504,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                     UNWIRED
                 };
                 let (from, port, to) = match to {
-                    (id, _) if id != ElemId::MAX && self.passes[id as usize] => {
+                    (id, _) if id != ElemId::MAX && self.meta[id as usize].passes => {
                         self.through(base + port as u32, from, port, to, &unit)
                     }
                     _ => (from, port, to),
@@ -529,19 +536,19 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                 } else {
                     let lane = self.new_lane(from, port);
                     // (an unwired port beyond the element's ports moved them)
-                    *ports = self.first[from as usize];
+                    *ports = self.meta[from as usize].first;
                     lane
                 };
                 // (the lane stays that of `from`'s port: its units still come in order)
                 let src = fold_key(from, port);
                 let (from, port, to) = match p.to {
-                    (id, _) if id != ElemId::MAX && self.passes[id as usize] => {
+                    (id, _) if id != ElemId::MAX && self.meta[id as usize].passes => {
                         self.through(base + port as u32, from, port, p.to, &unit)
                     }
                     _ => (from, port, p.to),
                 };
                 // a folded hop: the line it feeds takes the unit now, at its time
-                if let Some(&f) = self.fold_src.get(to.0 as usize) {
+                if let Some(f) = self.meta.get(to.0 as usize).map(|m| m.fold_src) {
                     if f == src && self.fold_events {
                         // the reference: an event, its line's unit numbered as if now
                         let seq = match self.reserved {
@@ -619,14 +626,14 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     ) -> (ElemId, PortId, (ElemId, PortId)) {
         let mut keyed = true;
         // (an unwired port's element is ElemId::MAX: no element passes it)
-        while self.passes.get(to.0 as usize) == Some(&true) {
-            keyed &= self.keyed[to.0 as usize];
+        while let Some(m) = self.meta.get(to.0 as usize).filter(|m| m.passes) {
+            keyed &= m.keyed;
             let Some(out) = self.elems[to.0 as usize].pass_through(to.1, unit) else {
                 break;
             };
             from = to.0;
             port = out;
-            let (base, len) = self.first[from as usize];
+            let (base, len) = self.meta[from as usize].first;
             to = match self.ports.get((base + out as u32) as usize) {
                 Some(p) if (out as u32) < len => p.to,
                 _ => UNWIRED,
@@ -667,8 +674,8 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             return;
         };
         let t = t.max(now);
-        if self.pending[i].is_none_or(|p| t < p) {
-            self.pending[i] = Some(t);
+        if self.meta[i].pending.is_none_or(|p| t < p) {
+            self.meta[i].pending = Some(t);
             self.q.schedule(t, Ev::Wake(id));
         }
     }
