@@ -26,13 +26,15 @@
 //! stage, which changes the others' parameters over time and takes the link down
 //! ([`link_sched.rs`](sched)); a direction without one never runs its code.
 //!
-//! A fixed direction with a drop-tail queue runs without a transmitter timer
+//! A direction with a drop-tail queue, fixed or with a schedule that changes only its
+//! delay and loss model (a jitter entry, loss periods), runs without a transmitter timer
 //! ([`link_fifo.rs`](fifo)): a unit's transmission start and end are computed when it
 //! is admitted, and its delivery (and its tap copy) emitted at once: one event per hop
 //! instead of two. Its results are those of the timer path under one tie rule: *at one
 //! instant, a transmission that ends is finished (and the next one started) before a
 //! unit arriving at that instant is offered to the queue*. The other disciplines (their
-//! decisions depend on the state at dequeue) and scheduled directions keep the timer.
+//! decisions depend on the state at dequeue) and directions whose rate changes, that go
+//! down or follow a trace keep the timer.
 //!
 //! Why one file of ~620 lines: about half is the unit tests of the stages' shared path
 //! (admission, the host's socket side, the counters); the two other transmitters live
@@ -210,8 +212,8 @@ pub struct LinkDirection<U> {
     sched: Option<Box<sched::Sched<U>>>,
     /// The sending host's socket side; None on a router's or an emulated direction.
     host: Option<Box<HostIf<U>>>,
-    /// The timer-less transmitter of a fixed drop-tail direction (then `queue` and
-    /// `in_tx` stay empty); None on the timer path.
+    /// The timer-less transmitter of a drop-tail direction, fixed or with a lazy
+    /// schedule (then `queue` and `in_tx` stay empty); None on the timer path.
     fifo: Option<fifo::Fifo>,
 }
 
@@ -336,11 +338,12 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
     type Metrics = LinkCounters;
 
     fn handle(&mut self, now: SimTime, _port: PortId, unit: U, out: &mut Vec<Emit<U>>) {
-        if self.sched.is_some() {
-            return self.handle_sched(now, unit, out);
-        }
+        // (a lazy schedule keeps the timer-less path: it applies its changes there)
         if self.fifo.is_some() {
             return self.handle_fifo(now, unit, out);
+        }
+        if self.sched.is_some() {
+            return self.handle_sched(now, unit, out);
         }
         if self.in_tx.is_none() {
             debug_assert!(self.queue.is_empty());
@@ -351,11 +354,11 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
-        if let Some(s) = &self.sched {
-            return self.poll_sched(s);
-        }
         if let Some(f) = &self.fifo {
             return self.poll_fifo(f);
+        }
+        if let Some(s) = &self.sched {
+            return self.poll_sched(s);
         }
         self.in_tx.as_ref().map(|t| t.2)
     }
@@ -368,11 +371,11 @@ impl<U: Frame + Clone + Send + 'static> Element<U> for LinkDirection<U> {
     }
 
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
-        if self.sched.is_some() {
-            return self.timeout_sched(now, out);
-        }
         if self.fifo.is_some() {
             return self.advance_fifo(now, out);
+        }
+        if self.sched.is_some() {
+            return self.timeout_sched(now, out);
         }
         if self.in_tx.as_ref().is_none_or(|t| t.2 > now) {
             return;

@@ -1,4 +1,4 @@
-//! The transmitter of a fixed drop-tail link direction, without a timer.
+//! The transmitter of a drop-tail link direction at a fixed rate, without a timer.
 //!
 //! A FIFO at a fixed rate needs no event to end a transmission: when a unit is
 //! admitted, its transmission starts when the transmitter is next free (`free_at`, the
@@ -6,6 +6,13 @@
 //! direction emits the unit's delivery (`end + delay`) and its tap copy (at the start)
 //! at admission, and the impairment decides at admission too (the loss models see units
 //! in transmission order, as on the timer path; none depends on the time).
+//!
+//! A schedule that changes only the delay and the loss model (a *lazy* one, see
+//! `link_sched.rs`) keeps this path: the timer path applies such changes as a
+//! transmission ends, every change before that instant first; here the changes before a
+//! transmission's end are applied when it is admitted. Transmissions end in the order
+//! they are admitted, so the changes apply in the same order and before the same
+//! transmissions, and the delay line stays FIFO unless the schedule lets units reorder.
 //!
 //! Drop-tail needs the queue at the arrival instant: the units admitted whose
 //! transmission has not started. `ring` keeps, oldest first, the admitted units whose
@@ -213,6 +220,10 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
                 }
             });
         }
+        if self.sched.is_some() {
+            // a lazy schedule (delay and loss changes): those before the end first
+            self.changes_before(end, out);
+        }
         let lost = self.loss.lose(&unit);
         if lost {
             self.c.drops_loss += 1;
@@ -220,8 +231,14 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
                 self.c.class.drops_loss_low += 1;
             }
         } else {
+            let at = end + self.delay;
+            let at = if self.sched.is_some() {
+                self.delay_line(at)
+            } else {
+                at
+            };
             out.push(Emit::At {
-                at: end + self.delay,
+                at,
                 port: OUT,
                 unit,
             });

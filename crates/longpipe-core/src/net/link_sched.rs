@@ -20,7 +20,9 @@
 //! A schedule whose changes set only the delay and the loss model (a jitter entry, a
 //! loss period) is *lazy*: those act only on units whose transmission ends after them,
 //! so they are applied when a transmission ends, every change before that instant
-//! first, and cost no event of their own. The draws are the same, in the same order,
+//! first, and cost no event of their own. A lazy schedule on a fixed drop-tail direction
+//! keeps the timer-less transmitter (`link_fifo.rs`): there the changes before a
+//! transmission's end are applied as it is admitted, which is the same order. The draws are the same, in the same order,
 //! and so is every delivery: a transmission takes at least 1 ns (`Rate::tx_time`
 //! rounds up), so a change at the instant it started is before the instant it ends.
 //!
@@ -88,7 +90,9 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             return self;
         }
         self.c.drops_outage = super::OptCount::new(Some(0));
-        self.fifo = None; // a changing rate and outages need the transmitter's timer
+        if !s.lazy() {
+            self.fifo = None; // a changing rate and outages need the transmitter's timer
+        }
         self.sched = Some(Box::new(Sched {
             tl: Timeline::new(s, seed),
             lazy: s.lazy(),
@@ -127,13 +131,45 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         }
     }
 
-    /// The same direction applying its changes at their own times (tests compare).
+    /// The same direction applying its changes at their own times, on the timer path
+    /// (tests compare).
     #[cfg(test)]
     fn eager(mut self) -> Self {
         if let Some(s) = &mut self.sched {
             s.lazy = false;
         }
+        self.fifo = None;
         self
+    }
+
+    /// The timer-less path's lazy schedule: applies every change before `end`, the end
+    /// of the transmission being admitted. Transmissions end in the order they are
+    /// admitted, so the changes apply in the order, and before the same transmissions,
+    /// as on the timer path (which applies them as each transmission ends).
+    pub(super) fn changes_before(&mut self, end: SimTime, out: &mut Vec<Emit<U>>) {
+        let Some(mut s) = self.sched.take() else {
+            return;
+        };
+        debug_assert!(s.lazy && s.trace.is_none());
+        while let Some(c) = s.tl.next_change().filter(|&c| c < end) {
+            let (c, ch) = s.tl.pop_due(c).expect("due");
+            self.apply(&mut s, c, ch, out);
+        }
+        self.sched = Some(s);
+    }
+
+    /// The arrival time of a unit that would arrive at `at` over a delay line that stays
+    /// FIFO (no earlier than the unit before it) unless the schedule lets units reorder.
+    #[inline]
+    pub(super) fn delay_line(&mut self, at: SimTime) -> SimTime {
+        match self.sched.as_deref_mut() {
+            Some(s) if !s.reorder => {
+                let at = at.max(s.last_at);
+                s.last_at = at;
+                at
+            }
+            _ => at,
+        }
     }
 
     pub(super) fn poll_sched(&self, s: &Sched<U>) -> Option<SimTime> {
@@ -360,6 +396,17 @@ mod tests {
 
     /// A link direction at 1 byte/us, 10 ms, with the schedule `json` (a->b).
     fn link(json: &str, outage: Outage, reorder: bool, trace: Option<&str>) -> LinkDirection<F> {
+        link_q(json, outage, reorder, trace, 1000)
+    }
+
+    /// [`link`] with a drop-tail queue of `limit` packets.
+    fn link_q(
+        json: &str,
+        outage: Outage,
+        reorder: bool,
+        trace: Option<&str>,
+        limit: u64,
+    ) -> LinkDirection<F> {
         let specs: Vec<ScheduleSpec> = serde_json::from_str(json).unwrap();
         let mm = trace.map(|t| MmTrace::parse(t, "t", "t").unwrap());
         let shape = LinkShape {
@@ -371,7 +418,7 @@ mod tests {
         let cfg = LinkDirConfig {
             rate: Rate(8_000_000),
             delay: SimDuration::from_millis(10),
-            queue: QueueConfig::droptail(Limit::Packets(1000)),
+            queue: QueueConfig::droptail(Limit::Packets(limit)),
             loss: LossModel::None,
             sched: None,
         };
@@ -426,7 +473,7 @@ mod tests {
         let json = r#"[{"every":"1ms","delay":{"min":"0s","max":"3ms"}},
                         {"every":"7ms","loss":[{"kind":"bernoulli","p":0.5},{"kind":"none"}]},
                         {"at":"2ms","delay":"1ms"},{"at":"9125us","delay":"4ms"}]"#;
-        for reorder in [false, true] {
+        for (reorder, limit) in [(false, 1000), (true, 1000), (false, 8), (true, 8)] {
             let mut x: u64 = 0x2545_f491_4f6c_dd1d;
             let mut arr = vec![];
             let mut t = 0;
@@ -437,27 +484,55 @@ mod tests {
                 t += [0, 125_000, 250_000, 1_000_000][(x % 4) as usize];
                 arr.push((t, F(id, 125 + (x >> 20) as u32 % 1000)));
             }
-            let mut lazy = link(json, Outage::Drop, reorder, None);
-            assert!(lazy.sched.as_ref().unwrap().lazy);
-            let mut eager = link(json, Outage::Drop, reorder, None).eager();
+            // the lazy direction runs without the transmitter's timer (link_fifo.rs);
+            // its units' deliveries are emitted as they are admitted, so the two are
+            // compared once every unit has left (by 1 s), and their counters midway
+            // (at 200 ms: about 190 units still queued; with 8 packets of queue, 175
+            // dropped by then)
+            let lazy = || link_q(json, Outage::Drop, reorder, None, limit);
+            let eager = || link_q(json, Outage::Drop, reorder, None, limit).eager();
+            assert!(lazy().sched.as_ref().unwrap().lazy && lazy().fifo.is_some());
+            assert!(eager().fifo.is_none());
             let (a, b) = (
-                drive(&mut lazy, &arr, 200 * MS),
-                drive(&mut eager, &arr, 200 * MS),
+                drive(&mut lazy(), &arr, 1000 * MS),
+                drive(&mut eager(), &arr, 1000 * MS),
             );
-            assert_eq!(a, b, "reorder {reorder}");
+            assert_eq!(a, b, "reorder {reorder}, queue {limit}");
             assert!(
                 a.len() > 100 && a.len() < 390,
                 "some lost, most delivered: {}",
                 a.len()
             );
-            let (ma, mb) = (
-                lazy.metrics(SimTime(200 * MS)),
-                eager.metrics(SimTime(200 * MS)),
-            );
-            assert_eq!(
-                (ma.drops_loss, ma.packets, ma.busy_ns),
-                (mb.drops_loss, mb.packets, mb.busy_ns)
-            );
+            for end in [200 * MS, 1000 * MS] {
+                let (mut l, mut e) = (lazy(), eager());
+                drive(&mut l, &arr, end);
+                drive(&mut e, &arr, end);
+                let (ma, mb) = (l.metrics(SimTime(end)), e.metrics(SimTime(end)));
+                assert_eq!(
+                    (
+                        ma.drops_loss,
+                        ma.drops_queue,
+                        ma.packets,
+                        ma.busy_ns,
+                        ma.max_queue
+                    ),
+                    (
+                        mb.drops_loss,
+                        mb.drops_queue,
+                        mb.packets,
+                        mb.busy_ns,
+                        mb.max_queue
+                    ),
+                    "reorder {reorder}, queue {limit}, at {end}"
+                );
+                if end == 200 * MS {
+                    assert!(l.queue_len() >= 8 && ma.drops_queue == 0 || limit == 8);
+                    assert!(
+                        ma.drops_queue > 100 || limit == 1000,
+                        "the small queue drops"
+                    );
+                }
+            }
         }
         // a rate change, an outage or a trace keeps every change at its own time
         for json in [
