@@ -498,6 +498,15 @@ mod tests {
                 drive(&mut eager(), &arr, 1000 * MS),
             );
             assert_eq!(a, b, "reorder {reorder}, queue {limit}");
+            // the lazy schedule on the timer path (a queue other than drop-tail, such
+            // as CoDel, keeps it): the same as applied at the changes' own times
+            let timer = || link_q(json, Outage::Drop, reorder, None, limit).with_timer();
+            assert!(timer().sched.as_ref().unwrap().lazy && timer().fifo.is_none());
+            let (mut t, mut e) = (timer(), eager());
+            let (c, d) = (drive(&mut t, &arr, 200 * MS), drive(&mut e, &arr, 200 * MS));
+            assert_eq!(c, d, "timer path: reorder {reorder}, queue {limit}");
+            let (mt, me) = (t.metrics(SimTime(200 * MS)), e.metrics(SimTime(200 * MS)));
+            assert_eq!(format!("{mt:?}"), format!("{me:?}"), "timer path counters");
             assert!(
                 a.len() > 100 && a.len() < 390,
                 "some lost, most delivered: {}",
