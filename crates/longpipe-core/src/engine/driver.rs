@@ -478,6 +478,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         }
     }
 
+    #[inline(always)]
     fn route(&mut self, now: SimTime, from: ElemId, out: &mut Vec<Emit<U>>) {
         let mut ports = self.meta[from as usize].first;
         // most calls emit one unit: no drain to set up and tear down for it
@@ -668,6 +669,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
         self.ports[i].lane
     }
 
+    #[inline(always)]
     fn sync_wake(&mut self, id: ElemId, now: SimTime) {
         let i = id as usize;
         let Some(t) = self.elems[i].poll_timeout() else {
