@@ -159,7 +159,18 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     /// Brings the transmitter to `now`: each transmission ending by then is finished,
     /// in time order, and at each such instant a host's held units move into the room
     /// it leaves.
+    #[inline]
     pub(super) fn advance_fifo(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
+        if self.host.as_ref().is_some_and(|h| !h.held.is_empty()) {
+            self.release_held(now, out);
+        }
+        self.fifo().prune(now);
+    }
+
+    /// [`Self::advance_fifo`] while a host holds units: at each transmission's end by
+    /// `now`, they move into the room it leaves.
+    #[inline(never)]
+    fn release_held(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
         while self.host.as_ref().is_some_and(|h| !h.held.is_empty()) {
             let t = match self.fifo().ring.front() {
                 Some(x) if x.end <= now => x.end,
@@ -176,11 +187,11 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             }
             self.host.as_mut().expect("checked").held = held;
         }
-        self.fifo().prune(now);
     }
 
     /// Admits `unit` at `now` (the ring pruned to `now`) if the transmitter is idle or
     /// the waiting units leave room for it; hands it back otherwise.
+    #[inline(always)]
     fn offer_fifo(&mut self, now: SimTime, unit: U, out: &mut Vec<Emit<U>>) -> Result<(), U> {
         let f = self.fifo();
         if let Some(head) = f.ring.front() {
@@ -197,6 +208,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     }
 
     /// The transmitter, the impairment and the delay line for an admitted unit.
+    #[inline(always)]
     fn transmit_fifo(&mut self, now: SimTime, unit: U, out: &mut Vec<Emit<U>>) {
         let size = unit.wire_len();
         let start = self.fifo().free_at.max(now);
