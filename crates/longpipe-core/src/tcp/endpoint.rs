@@ -232,12 +232,12 @@ impl Endpoint {
         }
         opts.timestamps = s.ts.map(|(v, e)| (v.wrapping_add(self.ts_offset), e));
         if let Some(l) = &s.sack {
-            let blocks: Vec<(u32, u32)> = l
-                .as_slice()
-                .iter()
-                .map(|&(a, z)| (peer.to_wire(a), peer.to_wire(z)))
-                .collect();
-            opts.sack = Some(Box::new(SackBlocks::from_slice(&blocks)));
+            let mut b = SackBlocks::default();
+            for (slot, &(a, z)) in b.blocks.iter_mut().zip(l.as_slice()) {
+                *slot = (peer.to_wire(a), peer.to_wire(z));
+                b.n += 1;
+            }
+            opts.sack = Some(Box::new(b));
         }
         Segment {
             sport: self.addrs.local_port,
@@ -255,7 +255,7 @@ impl Endpoint {
         }
     }
 
-    fn flush(&mut self, out: &mut Vec<Packet>) {
+    fn flush(&mut self, out: &mut impl PacketSink) {
         let segs = std::mem::take(&mut self.segs);
         for s in &segs {
             let w = self.encode(s);
@@ -263,14 +263,14 @@ impl Endpoint {
             // the IP header's class (DSCP) and ECN field
             p.class = s.class;
             p.ecn = s.ecn;
-            out.push(p);
+            out.put(p);
         }
         self.segs = segs;
         self.segs.clear();
     }
 
     /// A packet for this endpoint; what it sends goes to `out`.
-    pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut impl PacketSink) {
         let mut seg = self.decode(&p.seg);
         seg.class = p.class;
         seg.ecn = p.ecn;
@@ -297,7 +297,7 @@ impl Endpoint {
     }
 
     /// Runs what is due: the opening SYN at the start time, else the timers.
-    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    pub fn on_timeout(&mut self, now: SimTime, out: &mut impl PacketSink) {
         let mut segs = std::mem::take(&mut self.segs);
         match (&mut self.side, self.start) {
             (Side::Sender(s), Some(t)) if t <= now => {
@@ -372,25 +372,41 @@ impl Endpoint {
     }
 }
 
+/// Where an endpoint's packets go, in the order it sends them: a vector of packets
+/// (the gateway, applications), or the driver's out-vector (the endpoint element,
+/// without a copy in between).
+pub trait PacketSink {
+    fn put(&mut self, p: Packet);
+}
+
+impl PacketSink for Vec<Packet> {
+    #[inline]
+    fn put(&mut self, p: Packet) {
+        self.push(p);
+    }
+}
+
 /// The endpoint element: port 0 leads to its host.
 pub struct TcpElement {
     pub ep: Endpoint,
-    pkts: Vec<Packet>,
 }
 
 impl TcpElement {
     pub fn new(ep: Endpoint) -> Self {
-        TcpElement {
-            ep,
-            pkts: Vec::new(),
-        }
+        TcpElement { ep }
     }
+}
 
-    fn emit(&mut self, out: &mut Vec<Emit<Unit>>) {
-        out.extend(self.pkts.drain(..).map(|p| Emit::Now {
+/// An endpoint element's packets, each emitted now on port 0.
+struct ToHost<'a>(&'a mut Vec<Emit<Unit>>);
+
+impl PacketSink for ToHost<'_> {
+    #[inline]
+    fn put(&mut self, p: Packet) {
+        self.0.push(Emit::Now {
             port: 0,
             unit: Unit::Packet(p),
-        }));
+        });
     }
 }
 
@@ -401,8 +417,7 @@ impl Element<Unit> for TcpElement {
         let Unit::Packet(p) = unit else {
             return; // cells end at ATM adapters, never at an endpoint
         };
-        self.ep.on_packet(now, &p, &mut self.pkts);
-        self.emit(out);
+        self.ep.on_packet(now, &p, &mut ToHost(out));
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
@@ -410,8 +425,7 @@ impl Element<Unit> for TcpElement {
     }
 
     fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<Emit<Unit>>) {
-        self.ep.on_timeout(now, &mut self.pkts);
-        self.emit(out);
+        self.ep.on_timeout(now, &mut ToHost(out));
     }
 
     fn metrics(&self, _now: SimTime) -> TcpMetrics {
