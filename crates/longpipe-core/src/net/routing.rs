@@ -34,6 +34,21 @@ pub struct Routes {
     comp: Vec<u32>,
 }
 
+/// Hop distances from `src` into `dist` (u32::MAX: unreachable).
+fn bfs(adj: &[Vec<(usize, LinkDir)>], src: usize, dist: &mut [u32]) {
+    dist.fill(u32::MAX);
+    dist[src] = 0;
+    let mut q = VecDeque::from([src]);
+    while let Some(u) = q.pop_front() {
+        for &(v, _) in &adj[u] {
+            if dist[v] == u32::MAX {
+                dist[v] = dist[u] + 1;
+                q.push_back(v);
+            }
+        }
+    }
+}
+
 impl Routes {
     /// `links` are (a, b) node pairs; routes are computed only toward `dests`.
     pub fn compute(n_nodes: usize, links: &[(usize, usize)], dests: &[usize]) -> Routes {
@@ -59,26 +74,41 @@ impl Routes {
                 rows += 1;
             }
         }
+        let routers: Vec<usize> = (0..n_nodes).filter(|&u| row[u] != u32::MAX).collect();
         let mut next_hop = vec![NO_ROUTE; rows as usize * slots];
-        for (s, &d) in uniq.iter().enumerate() {
-            // BFS from d gives hop distances; each node then picks the first port (in
-            // link order) toward a neighbour one hop closer.
-            let mut dist = vec![u32::MAX; n_nodes];
-            dist[d] = 0;
-            let mut q = VecDeque::from([d]);
-            while let Some(u) = q.pop_front() {
-                for &(v, _) in &adj[u] {
-                    if dist[v] == u32::MAX {
-                        dist[v] = dist[u] + 1;
-                        q.push_back(v);
-                    }
-                }
+        // Hop distances toward destination d come from a BFS. A destination on one link
+        // (a host) is one hop beyond its only neighbour r, so every node other than r
+        // and d picks the same port toward d as toward r: one BFS from r serves all of
+        // r's hosts (a dumbbell of a thousand flows: two BFS, not two thousand).
+        let source = |d: usize| match adj[d].as_slice() {
+            [(r, _)] => *r,
+            _ => d,
+        };
+        let mut order: Vec<usize> = (0..slots).collect();
+        order.sort_by_key(|&s| source(uniq[s]));
+        let mut dist = vec![u32::MAX; n_nodes];
+        let mut from = usize::MAX;
+        for s in order {
+            let d = uniq[s];
+            let src = source(d);
+            if src != from {
+                from = src;
+                bfs(&adj, src, &mut dist);
             }
-            for u in 0..n_nodes {
-                if u == d || dist[u] == u32::MAX || row[u] == u32::MAX {
+            for &u in &routers {
+                if u == d || dist[u] == u32::MAX {
                     continue;
                 }
-                if let Some(k) = adj[u].iter().position(|(v, _)| dist[*v] + 1 == dist[u]) {
+                // each node picks the first port (in link order) toward a neighbour
+                // one hop closer to d; r's neighbour one hop closer is d itself
+                let k = if u == src && src != d {
+                    adj[u].iter().position(|&(v, _)| v == d)
+                } else {
+                    adj[u]
+                        .iter()
+                        .position(|&(v, _)| dist[v].wrapping_add(1) == dist[u])
+                };
+                if let Some(k) = k {
                     next_hop[row[u] as usize * slots + s] = k as PortId;
                 }
             }
@@ -173,6 +203,78 @@ mod tests {
             r2.next(0, 3),
             None,
             "no routes toward a node that is no destination"
+        );
+    }
+
+    /// The table by the definition: a BFS from every destination, every node with a
+    /// row picking its first port toward a neighbour one hop closer.
+    fn table_by_definition(
+        n: usize,
+        links: &[(usize, usize)],
+        dests: &[usize],
+    ) -> Vec<Option<PortId>> {
+        let r = Routes::compute(n, links, dests);
+        let mut want = vec![];
+        for u in 0..n {
+            for d in 0..n {
+                let Some(_) = r.slot[d] else { continue };
+                if r.row[u] == u32::MAX {
+                    continue;
+                }
+                let mut dist = vec![u32::MAX; n];
+                bfs(&r.adj, d, &mut dist);
+                let hop = (u != d && dist[u] != u32::MAX)
+                    .then(|| {
+                        r.adj[u]
+                            .iter()
+                            .position(|&(v, _)| dist[v].wrapping_add(1) == dist[u])
+                    })
+                    .flatten()
+                    .map(|k| k as PortId);
+                want.push((hop, r.next(u, d)));
+            }
+        }
+        want.iter().for_each(|(w, got)| assert_eq!(w, got));
+        want.into_iter().map(|(w, _)| w).collect()
+    }
+
+    #[test]
+    fn one_bfs_per_hosts_router_gives_the_table_of_one_bfs_per_destination() {
+        // Random graphs: routers in a sparse mesh (with parallel links), hosts on one
+        // link each (some on another host: a two-node component), isolated nodes;
+        // destinations a random subset with repeats.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m) as usize
+        };
+        let mut routed = 0;
+        for _ in 0..200 {
+            let routers = 1 + next(6);
+            let hosts = next(10);
+            let n = routers + hosts + next(2);
+            let mut links = vec![];
+            for _ in 0..next(2 * routers as u64 + 1) {
+                links.push((next(routers as u64), next(routers as u64)));
+            }
+            for h in routers..routers + hosts {
+                if h > routers && next(8) == 0 {
+                    links.push((h, h - 1));
+                } else {
+                    links.push((h, next(routers as u64)));
+                }
+            }
+            let dests: Vec<usize> = (0..next(2 * n as u64 + 1))
+                .map(|_| next(n as u64))
+                .collect();
+            let t = table_by_definition(n, &links, &dests);
+            routed += t.iter().filter(|h| h.is_some()).count();
+        }
+        assert!(
+            routed > 1000,
+            "{routed} routed entries: the graphs were too thin"
         );
     }
 
