@@ -215,6 +215,10 @@ pub struct LinkDirection<U> {
     /// The timer-less transmitter of a drop-tail direction, fixed or with a lazy
     /// schedule (then `queue` and `in_tx` stay empty); None on the timer path.
     fifo: Option<fifo::Fifo>,
+    /// On the timer-less path: the host holds units (`host.held` is not empty). Kept
+    /// here so that an arrival on a host's link does not read the boxed interface (a
+    /// cache miss a packet with a thousand flows).
+    holding: bool,
 }
 
 impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
@@ -235,6 +239,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
             sched: None,
             host: None,
             fifo,
+            holding: false,
         }
     }
 

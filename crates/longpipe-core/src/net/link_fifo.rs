@@ -127,8 +127,8 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     /// An arriving unit: what is due first, then drop-tail at this instant.
     pub(super) fn handle_fifo(&mut self, now: SimTime, unit: U, out: &mut Vec<Emit<U>>) {
         self.advance_fifo(now, out);
-        if let Some(h) = self.host.as_mut() {
-            if !h.held.is_empty() && h.is_local(&unit) {
+        if self.holding {
+            if let Some(h) = self.host.as_mut().filter(|h| h.is_local(&unit)) {
                 h.held.push_back(unit);
                 self.c.held += 1;
                 return;
@@ -139,6 +139,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         };
         if let Some(h) = self.host.as_mut().filter(|h| h.is_local(&refused)) {
             h.held.push_back(refused);
+            self.holding = true;
             self.c.held += 1;
             return;
         }
@@ -151,8 +152,11 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     /// The wake-up a host's held units need: the end of the transmission in progress,
     /// when room appears.
     pub(super) fn poll_fifo(&self, f: &Fifo) -> Option<SimTime> {
-        let h = self.host.as_ref().filter(|h| !h.held.is_empty())?;
-        debug_assert!(!h.held.is_empty() && !f.ring.is_empty());
+        if !self.holding {
+            return None;
+        }
+        debug_assert!(self.host.as_ref().is_some_and(|h| !h.held.is_empty()));
+        debug_assert!(!f.ring.is_empty());
         f.ring.front().map(|x| x.end)
     }
 
@@ -161,7 +165,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     /// it leaves.
     #[inline]
     pub(super) fn advance_fifo(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
-        if self.host.as_ref().is_some_and(|h| !h.held.is_empty()) {
+        if self.holding {
             self.release_held(now, out);
         }
         self.fifo().prune(now);
@@ -171,7 +175,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     /// `now`, they move into the room it leaves.
     #[inline(never)]
     fn release_held(&mut self, now: SimTime, out: &mut Vec<Emit<U>>) {
-        while self.host.as_ref().is_some_and(|h| !h.held.is_empty()) {
+        while self.holding {
             let t = match self.fifo().ring.front() {
                 Some(x) if x.end <= now => x.end,
                 _ => break,
@@ -185,6 +189,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
                     break;
                 }
             }
+            self.holding = !held.is_empty();
             self.host.as_mut().expect("checked").held = held;
         }
     }
