@@ -1269,7 +1269,7 @@ mod tests {
 mod size {
     #[test]
     fn an_event_is_a_unit_and_a_destination() {
-        // a lane entry (time, sequence, event) is copied in and out for every hop
+        // an event is copied into its slot and out of it for every hop
         use crate::unit::Unit;
         let unit = std::mem::size_of::<Unit>();
         assert!(std::mem::size_of::<super::Ev<Unit>>() <= unit + 8);
