@@ -28,19 +28,20 @@ enum At {
 }
 
 /// A heap entry: the event's time, its insertion number and where the event is, in one
-/// 128-bit key: the time in the high 64 bits, then the number (40 bits), then the
-/// place (24 bits: a lane's flag and the slot's or lane's index). Numbers are unique,
+/// 128-bit key: the time in the high 64 bits, then the number (36 bits), then the
+/// place (28 bits: a lane's flag and the slot's or lane's index). Numbers are unique,
 /// so the key orders entries by (time, number) alone. 16 bytes: four entries a cache
 /// line for the sifts, not 2.7 (BENCHMARKS.md, ninth session).
 #[derive(Clone, Copy)]
 struct Entry(u128);
 
 /// Bits of an entry's place; the top one flags a lane.
-const PLACE_BITS: u32 = 24;
+const PLACE_BITS: u32 = 28;
 const LANE_FLAG: u32 = 1 << (PLACE_BITS - 1);
-/// Slots and lanes each number fewer than this.
+/// Slots and lanes each number fewer than this (134 M: more packets than the
+/// simulator's memory limit lets a run hold, `sim::estimate::MAX_MEMORY_BYTES`).
 const MAX_PLACES: usize = LANE_FLAG as usize;
-/// Insertion numbers stay below this (about 10^12 events).
+/// Insertion numbers stay below this (6.9 * 10^10 events; then they are renumbered).
 const MAX_SEQ: u64 = 1 << (64 - PLACE_BITS);
 
 impl Entry {
@@ -248,10 +249,11 @@ impl<E> EventQueue<E> {
         self.reserve_seq()
     }
 
-    /// Numbers the waiting events 0, 1, ... in their order, once 2^40 numbers have been
-    /// taken (a wall-clock driver that runs for weeks): the order, and so the run, is
-    /// unchanged. (Not with numbers reserved and not yet used: the reference run of
-    /// folded hops, [`driver::Driver::fold_by_events`], is a check of short runs.)
+    /// Numbers the waiting events 0, 1, ... in their order, once 2^36 numbers have been
+    /// taken (hours of a large simulation, a day of a busy daemon): the order, and so
+    /// the run, is unchanged. (Not with numbers reserved and not yet used: the
+    /// reference run of folded hops, [`driver::Driver::fold_by_events`], is a check of
+    /// short runs.)
     #[cold]
     #[inline(never)]
     fn renumber(&mut self) {
@@ -304,7 +306,10 @@ impl<E> EventQueue<E> {
                 s
             }
             None => {
-                assert!(self.slots.len() < MAX_PLACES, "over 2^23 events waiting");
+                assert!(
+                    self.slots.len() < MAX_PLACES,
+                    "over 2^27 events waiting at once"
+                );
                 self.slots.push(Some(ev));
                 (self.slots.len() - 1) as u32
             }
@@ -320,7 +325,7 @@ impl<E> EventQueue<E> {
     /// Takes the next insertion number without scheduling anything: an event scheduled
     /// later with it ([`EventQueue::schedule_reserved`]) comes out as if scheduled now.
     pub fn reserve_seq(&mut self) -> u64 {
-        assert!(self.seq < MAX_SEQ, "over 2^40 events scheduled");
+        assert!(self.seq < MAX_SEQ, "over 2^36 numbers reserved");
         self.seq += 1;
         self.seq - 1
     }
@@ -335,7 +340,7 @@ impl<E> EventQueue<E> {
 
     /// A new lane's id.
     pub fn add_lane(&mut self) -> u32 {
-        assert!(self.lanes.len() < MAX_PLACES, "over 2^23 lanes");
+        assert!(self.lanes.len() < MAX_PLACES, "over 2^27 lanes");
         self.lanes.push(VecDeque::new());
         (self.lanes.len() - 1) as u32
     }
