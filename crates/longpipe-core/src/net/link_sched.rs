@@ -22,9 +22,10 @@
 //! so they are applied when a transmission ends, every change before that instant
 //! first, and cost no event of their own. A lazy schedule on a fixed drop-tail direction
 //! keeps the timer-less transmitter (`link_fifo.rs`): there the changes before a
-//! transmission's end are applied as it is admitted, which is the same order. The draws are the same, in the same order,
-//! and so is every delivery: a transmission takes at least 1 ns (`Rate::tx_time`
-//! rounds up), so a change at the instant it started is before the instant it ends.
+//! transmission's end are applied as it is admitted, which is the same order. The draws
+//! are the same, in the same order, and so is every delivery: a unit of one byte or
+//! more takes at least 1 ns to send (`Rate::tx_time` rounds up), so a change at the
+//! instant its transmission started is before the instant it ends.
 //!
 //! (Over 600 lines with its tests, which drive each schedule semantics above.)
 
@@ -551,6 +552,47 @@ mod tests {
         ] {
             let l = link(json, Outage::Drop, false, None);
             assert!(!l.sched.as_ref().unwrap().lazy, "{json}");
+        }
+    }
+
+    #[test]
+    fn a_change_a_nanosecond_before_a_transmission_ends_applies_to_it() {
+        // Transmissions ending 1 ns before a delay change, at it, and 1 ns after it
+        // (the random arrivals above fall on whole microseconds): applied at admission,
+        // the changes reach exactly the units they reach at their own times. 125 B take
+        // 125 us; each unit finds the transmitter idle.
+        let json = r#"[{"at":"2ms","delay":"1ms"},{"at":"5ms","delay":"3ms"},
+                        {"at":"8ms","delay":"0s"}]"#;
+        for off in [-1i64, 0, 1] {
+            let arr: Vec<(u64, F)> = [2u64, 5, 8]
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        (c * MS - 125_000).saturating_add_signed(off),
+                        F(i as u32, 125),
+                    )
+                })
+                .collect();
+            let lazy = drive(
+                &mut link_q(json, Outage::Drop, false, None, 1000),
+                &arr,
+                20 * MS,
+            );
+            let eager = drive(
+                &mut link_q(json, Outage::Drop, false, None, 1000).eager(),
+                &arr,
+                20 * MS,
+            );
+            assert_eq!(lazy, eager, "ends {off} ns from the changes");
+            // the change reaches the unit ending after it, not the one ending at it
+            let first = lazy[0].0 - 2 * MS;
+            let want = if off > 0 {
+                MS + 1
+            } else {
+                (10 * MS).saturating_add_signed(off)
+            };
+            assert_eq!(first, want, "ends {off} ns from the changes");
         }
     }
 
