@@ -241,7 +241,8 @@ mod tests {
     #[test]
     fn one_bfs_per_hosts_router_gives_the_table_of_one_bfs_per_destination() {
         // Random graphs: routers in a sparse mesh (with parallel links), hosts on one
-        // link each (some on another host: a two-node component), isolated nodes;
+        // link each (some on another host, which hangs off a router in turn; a router with
+        // one link and its host make a two-node component), isolated nodes;
         // destinations a random subset with repeats.
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = move |m: u64| {
