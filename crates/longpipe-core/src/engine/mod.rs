@@ -256,9 +256,9 @@ impl<E> EventQueue<E> {
 
     /// Numbers the waiting events 0, 1, ... in their order, once 2^36 numbers have been
     /// taken (hours of a large simulation, a day of a busy daemon): the order, and so
-    /// the run, is unchanged. (Not with numbers reserved and not yet used: the
-    /// reference run of folded hops, [`driver::Driver::fold_by_events`], is a check of
-    /// short runs.)
+    /// the run, is unchanged. It panics once a number has been reserved: numbers held
+    /// outside the queue would fall out of order (the reference run of folded hops,
+    /// [`driver::Driver::fold_by_events`], a check of short runs).
     #[cold]
     #[inline(never)]
     fn renumber(&mut self) {
