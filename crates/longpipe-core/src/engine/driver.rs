@@ -163,9 +163,9 @@ pub struct Driver<U, E: Element<U>> {
     /// first walk; emptied when a passing element is borrowed mutably or the wiring
     /// changes.
     memo: Vec<Memo>,
-    /// Each output's first remembered walk, by output index (`ports`): a host's link
-    /// carries one key, so its walks never reach `memo` and never evict another's
-    /// there. Emptied with `memo`.
+    /// Each output's first remembered walk, by output index (`ports`, the first 64 Ki):
+    /// a host's link carries one key, so its walks never reach `memo` and never evict
+    /// another's there. Emptied with `memo`.
     first: Vec<Memo>,
     /// Walks are remembered (not in the reference, [`Driver::fold_by_events`]).
     memo_on: bool,
@@ -667,7 +667,8 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                 port,
             };
             if self.first.is_empty() {
-                self.first = vec![NO_MEMO; self.ports.len()];
+                // (at most 64 Ki outputs, 2 MiB: beyond, walks go to the shared table)
+                self.first = vec![NO_MEMO; self.ports.len().min(1 << 16)];
             }
             // an output's first key in its own slot, later ones in the shared table
             if let Some(f) = self.first.get_mut(at as usize).filter(|f| f.at == u32::MAX) {
@@ -1145,6 +1146,44 @@ mod tests {
         // the router was asked again only where the other key had taken the shared
         // slot (k2, k3, k2, k3, k2), never again for the first key
         assert_eq!(asked.get(), 6);
+    }
+
+    #[test]
+    fn outputs_beyond_the_first_slots_remember_in_the_shared_table() {
+        // a relay whose output lies beyond the first 64 Ki outputs (after two elements
+        // with 40 001 each): its walks go to the shared table, and route right
+        let log = std::rc::Rc::new(std::cell::RefCell::new(vec![]));
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let mk = |kind| X {
+            kind,
+            salt: 1,
+            pass: true,
+            keyed: true,
+            asked: asked.clone(),
+            log: log.clone(),
+        };
+        let mut d: Driver<U, X> = Driver::new();
+        for _ in 0..2 {
+            let wide = d.add(mk(3));
+            d.port_index(wide, 40_000);
+        }
+        let (relay, router) = (d.add(mk(3)), d.add(mk(1)));
+        d.wire(relay, 0, router, 0);
+        d.start();
+        let at = d.port_index(relay, 0);
+        assert!(at >= 1 << 16);
+        let keys = [1u64, 2, 1, 2, 4];
+        let mut exits = vec![];
+        for (i, k) in keys.into_iter().enumerate() {
+            d.advance_to(SimTime(i as u64));
+            d.inject(relay, 0, U(k, u64::MAX));
+            d.drain_exits_into(&mut exits);
+        }
+        assert_eq!(d.first.len(), 1 << 16);
+        let routes: Vec<(u64, PortId)> = exits.iter().map(|e| (e.3 .0, e.2)).collect();
+        let want: Vec<(u64, PortId)> = keys.into_iter().map(|k| (k, (k % 3) as PortId)).collect();
+        assert_eq!(routes, want);
+        assert_eq!(asked.get(), 3, "each key walked once");
     }
 
     /// kind 0: a line (each unit out on port 0 `delay` ns after it is handed; counts
