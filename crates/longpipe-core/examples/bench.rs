@@ -5,9 +5,21 @@
 use longpipe_core::{run_json, RunOptions};
 use std::time::Instant;
 
+/// The allocator the Python extension (`crates/longpipe-py`) runs the simulator with, so
+/// that the benchmark measures what a user's run costs.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn peak_rss_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Anonymous memory in transparent huge pages now (0 where the kernel has them off).
+fn huge_pages_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = s.lines().find(|l| l.starts_with("AnonHugePages:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -37,7 +49,7 @@ fn main() {
     let bytes: u64 = r.flows.iter().map(|f| f.bytes_delivered).sum();
     let agg = bytes as f64 * 8.0 / (r.duration_s - r.warmup_s);
     println!(
-        "{{\"scenario\": \"{}\", \"flows\": {}, \"sim_s\": {}, \"wall_s\": {:.4}, \"events\": {}, \"events_per_s\": {:.0}, \"peak_rss_mib\": {:.1}, \"aggregate_goodput_mbps\": {:.3}, \"jain\": {:.4}}}",
+        "{{\"scenario\": \"{}\", \"flows\": {}, \"sim_s\": {}, \"wall_s\": {:.4}, \"events\": {}, \"events_per_s\": {:.0}, \"peak_rss_mib\": {:.1}, \"huge_pages_mib\": {:.0}, \"aggregate_goodput_mbps\": {:.3}, \"jain\": {:.4}}}",
         r.scenario,
         r.flows.len(),
         r.duration_s,
@@ -45,6 +57,7 @@ fn main() {
         r.sim.events,
         r.sim.events as f64 / wall,
         peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+        huge_pages_kib().unwrap_or(0) as f64 / 1024.0,
         agg / 1e6,
         r.fairness_jain.unwrap_or(f64::NAN)
     );
