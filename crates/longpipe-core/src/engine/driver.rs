@@ -36,6 +36,7 @@
 use super::EventQueue;
 use crate::element::{ElemId, Element, Emit, PortId};
 use crate::time::SimTime;
+use std::collections::BTreeMap;
 
 /// What the driver needs of a unit: a creation-order number, and a key for
 /// remembering where elements pass it.
@@ -173,8 +174,9 @@ pub struct Driver<U, E: Element<U>> {
     snaps: Vec<SimTime>,
     /// For each snapshot instant, the counters at it of each folded line that has
     /// taken a unit arriving from that instant on, kept just before the first such
-    /// unit (None: none such; empty until the first).
-    early: Vec<Vec<Option<E::Metrics>>>,
+    /// unit (empty until the first). By element: folded lines are a few of the
+    /// elements (a vector for them all was a large allocation, and a fresh page, each).
+    early: Vec<BTreeMap<ElemId, E::Metrics>>,
     /// For each element, the first snapshot instant it has not yet taken a unit
     /// arriving from (SimTime::MAX: none left).
     fold_next: Vec<SimTime>,
@@ -302,7 +304,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
             .snaps
             .iter()
             .position(|&w| w == now)
-            .and_then(|k| self.early.get(k)?.get(id as usize)?.as_ref());
+            .and_then(|k| self.early.get(k)?.get(&id));
         match kept {
             Some(m) => m.clone(),
             None => self.elems[id as usize].metrics(now),
@@ -315,7 +317,7 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
     #[inline(never)]
     fn keep_early(&mut self, id: ElemId, at: SimTime) {
         if self.early.is_empty() {
-            self.early = self.snaps.iter().map(|_| Vec::new()).collect();
+            self.early = self.snaps.iter().map(|_| BTreeMap::new()).collect();
         }
         let i = id as usize;
         for (k, &w) in self.snaps.iter().enumerate() {
@@ -323,13 +325,10 @@ impl<U: Stamp, E: Element<U>> Driver<U, E> {
                 self.fold_next[i] = w;
                 return;
             }
-            let kept = &mut self.early[k];
-            if kept.is_empty() {
-                kept.resize_with(self.elems.len(), || None);
-            }
-            if kept[i].is_none() {
-                kept[i] = Some(self.elems[i].metrics(w));
-            }
+            let elems = &self.elems;
+            self.early[k]
+                .entry(id)
+                .or_insert_with(|| elems[i].metrics(w));
         }
         self.fold_next[i] = SimTime::MAX;
     }

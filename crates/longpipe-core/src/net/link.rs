@@ -199,26 +199,30 @@ impl<U: Frame> HostIf<U> {
     }
 }
 
+// (In this order, `repr(C)`: what an arrival on the timer-less path reads comes first,
+// in three cache lines: the transmitter, the rate, delay and stages, the counters, the
+// loss state's head. The timer path's state follows.)
+#[repr(C)]
 pub struct LinkDirection<U> {
+    /// The timer-less transmitter of a drop-tail direction, fixed or with a lazy
+    /// schedule (then `queue` and `in_tx` stay empty); None on the timer path.
+    fifo: Option<fifo::Fifo>,
     rate: Rate,
     delay: SimDuration,
-    queue: Box<dyn Queue<U>>,
-    /// The unit in transmission, when it started and when it ends.
-    in_tx: Option<(U, SimTime, SimTime)>,
-    loss: LossState,
-    tap: bool,
-    c: LinkCounters,
     /// The schedule stage; None on a fixed direction.
     sched: Option<Box<sched::Sched<U>>>,
     /// The sending host's socket side; None on a router's or an emulated direction.
     host: Option<Box<HostIf<U>>>,
-    /// The timer-less transmitter of a drop-tail direction, fixed or with a lazy
-    /// schedule (then `queue` and `in_tx` stay empty); None on the timer path.
-    fifo: Option<fifo::Fifo>,
+    c: LinkCounters,
     /// On the timer-less path: the host holds units (`host.held` is not empty). Kept
     /// here so that an arrival on a host's link does not read the boxed interface (a
     /// cache miss a packet with a thousand flows).
     holding: bool,
+    tap: bool,
+    loss: LossState,
+    queue: Box<dyn Queue<U>>,
+    /// The unit in transmission, when it started and when it ends.
+    in_tx: Option<(U, SimTime, SimTime)>,
 }
 
 impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {

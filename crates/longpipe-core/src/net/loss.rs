@@ -183,13 +183,15 @@ type ConnKey = ([u8; 4], u16, [u8; 4], u16);
 
 /// A loss model with its state and random stream.
 #[derive(Debug, Clone)]
+// (`repr(C)`, the index and the model first: all that a unit reads without loss.)
+#[repr(C)]
 pub struct LossState {
+    /// Units offered so far (the index `list` refers to).
+    index: u64,
     model: LossModel,
     rng: RngStream,
     /// Gilbert-Elliott: true while in the bad state.
     bad: bool,
-    /// Units offered so far (the index `list` refers to).
-    index: u64,
     /// Next position in the sorted drop list.
     next: usize,
     /// `seq`: per connection, its ISN and the listed numbers already dropped.
