@@ -28,7 +28,7 @@ def bench(path, duration=None, repeat=3):
 
 def row(label, r):
     return (f"| {label} | {r['flows']} | {r['sim_s']:g} | {r['wall_s']:.3f} | {r['events'] / 1e6:.2f} M | "
-            f"{r['events_per_s'] / 1e6:.1f} M | {r['peak_rss_mib']:.1f} | {r['aggregate_goodput_mbps']:.2f} | "
+            f"{r['events_per_s'] / 1e6:.1f} M | {r['hops_per_s'] / 1e6:.1f} M | {r['peak_rss_mib']:.1f} | {r['aggregate_goodput_mbps']:.2f} | "
             f"{r['jain']:.3f} |")
 
 
@@ -42,8 +42,8 @@ def main():
     except OSError:
         pass
     print(f"machine: {platform.machine()}, {cpu}; best of 3 runs, one core\n")
-    print("| scenario | flows | simulated s | wall s | events | events/s | peak MiB | aggregate Mbit/s | Jain |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| scenario | flows | simulated s | wall s | events | events/s | packet-hops/s | peak MiB | aggregate Mbit/s | Jain |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print(row("dumbbell100 (issue target: <= 2 s, <= 135 MB)", bench(ROOT / "examples" / "dumbbell100.toml")))
     print(row("single 8 Mbit/s flow, 550 ms RTT", bench(ROOT / "benches" / "single_geo.toml")))
     with tempfile.TemporaryDirectory() as d:

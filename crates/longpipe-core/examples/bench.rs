@@ -48,14 +48,19 @@ fn main() {
     // use each flow's own span, so their sum over staggered starts is not a link rate).
     let bytes: u64 = r.flows.iter().map(|f| f.bytes_delivered).sum();
     let agg = bytes as f64 * 8.0 / (r.duration_s - r.warmup_s);
+    // Packet-hops: transmissions started on the link directions (of the measured time;
+    // all of it without a warm-up).
+    let hops: u64 = r.links.iter().map(|l| l.counters.packets).sum();
     println!(
-        "{{\"scenario\": \"{}\", \"flows\": {}, \"sim_s\": {}, \"wall_s\": {:.4}, \"events\": {}, \"events_per_s\": {:.0}, \"peak_rss_mib\": {:.1}, \"huge_pages_mib\": {:.0}, \"aggregate_goodput_mbps\": {:.3}, \"jain\": {:.4}}}",
+        "{{\"scenario\": \"{}\", \"flows\": {}, \"sim_s\": {}, \"wall_s\": {:.4}, \"events\": {}, \"events_per_s\": {:.0}, \"packet_hops\": {}, \"hops_per_s\": {:.0}, \"peak_rss_mib\": {:.1}, \"huge_pages_mib\": {:.0}, \"aggregate_goodput_mbps\": {:.3}, \"jain\": {:.4}}}",
         r.scenario,
         r.flows.len(),
         r.duration_s,
         wall,
         r.sim.events,
         r.sim.events as f64 / wall,
+        hops,
+        hops as f64 / wall,
         peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
         huge_pages_kib().unwrap_or(0) as f64 / 1024.0,
         agg / 1e6,
