@@ -37,7 +37,8 @@ create_exception!(
 /// huge pages, so a run whose state spreads over tens of MiB (a thousand flows) is not
 /// slowed by TLB misses, and its per-size pages keep small objects of one kind together.
 /// Measured (BENCHMARKS.md, tenth session): 1 000 flows 0.93x CPU, dumbbell100 and
-/// atm-wan unchanged; peak memory +5 MiB. `MIMALLOC_*` environment variables tune it.
+/// atm-wan unchanged; peak memory +3 MiB there, +22 MiB on web1000 (touched memory
+/// counts in 2 MiB pages). `MIMALLOC_*` environment variables tune it.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
