@@ -43,8 +43,8 @@ use std::collections::VecDeque;
 
 /// One admitted unit's transmission: when it ends, and its size (the low 32 bits),
 /// whether it is of low priority (bit 32) and lost (bit 33). Its start is not kept: the
-/// ring's head started by the last instant the direction saw, every later unit when the
-/// one before it ended (it was admitted while the transmitter was busy). (Two words, so
+/// ring's head started at [`Fifo::head_start`], every later unit when the one before it
+/// ended (it was admitted while the transmitter was busy). (Two words, so
 /// that it is handed to the ring's push in two registers: a struct of five fields went
 /// through memory, and the push's 16-byte load of the narrow stores that built it could
 /// not be forwarded from them: 3 % of dumbbell100's time.)
@@ -72,6 +72,9 @@ impl Tx {
 /// The timer-less transmitter's state.
 pub(super) struct Fifo {
     ring: VecDeque<Tx>,
+    /// When the ring's head started its transmission (a live emulator may read the
+    /// counters at an instant before it: a unit read from its device just after).
+    head_start: SimTime,
     ring_bytes: u64,
     /// The end of the last admitted unit's transmission.
     free_at: SimTime,
@@ -82,6 +85,7 @@ impl Fifo {
     pub(super) fn new(admission: Admission) -> Self {
         Fifo {
             ring: VecDeque::new(),
+            head_start: SimTime::ZERO,
             ring_bytes: 0,
             free_at: SimTime::ZERO,
             admission,
@@ -109,16 +113,16 @@ impl Fifo {
                 break;
             }
             self.ring_bytes -= x.bytes() as u64;
+            // the next one started as this one ended
+            self.head_start = x.end;
             self.ring.pop_front();
         }
     }
 
     /// Takes out of the counters `c` (a snapshot at `now`) what has not happened by
-    /// `now` (no earlier than the last instant the direction saw): starts after it, busy
-    /// time after it, losses at ends after it.
+    /// `now`: starts after it, busy time after it, losses at ends after it.
     pub(super) fn unhappened(&self, now: SimTime, c: &mut LinkCounters) {
-        // (the head started by the last instant seen, so by `now`)
-        let mut start = SimTime::ZERO;
+        let mut start = self.head_start;
         for x in &self.ring {
             if start > now {
                 c.packets -= 1;
@@ -222,7 +226,7 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
     fn offer_fifo(&mut self, now: SimTime, unit: U, out: &mut Vec<Emit<U>>) -> Result<(), U> {
         let f = self.fifo();
         if let Some(head) = f.ring.front() {
-            debug_assert!(now < head.end);
+            debug_assert!(f.head_start <= now && now < head.end);
             let waiting = f.ring.len() - 1;
             let bytes = f.ring_bytes - head.bytes() as u64;
             if !f.admission.admits(waiting, bytes, unit.wire_len()) {
@@ -284,6 +288,9 @@ impl<U: Frame + Clone + Send + 'static> LinkDirection<U> {
         }
         let f = self.fifo();
         debug_assert!(f.ring.back().map_or(start == now, |x| x.end == start));
+        if f.ring.is_empty() {
+            f.head_start = start;
+        }
         f.free_at = end;
         f.ring_bytes += size as u64;
         f.ring.push_back(Tx {
@@ -414,6 +421,61 @@ mod tests {
                 (t, G(i, bytes, [7, 9][next(2) as usize], next(5) == 0))
             })
             .collect()
+    }
+
+    #[test]
+    fn counters_read_before_the_last_arrival_leave_out_what_starts_after() {
+        // a live emulator may read the counters at an instant before the last unit it
+        // handed over (read from its device just after): the idle direction's
+        // transmission starting at 2 ms has not happened at 1 ms, nor has a unit of
+        // 100 kB (beyond 16 bits) queued behind it
+        let mut l = link(Limit::Bytes(1_000_000), LossModel::None, false, false);
+        let mut out = vec![];
+        l.handle(SimTime(2_000_000), 0, G(0, 1000, 1, false), &mut out);
+        l.handle(SimTime(2_000_000), 0, G(1, 100_000, 1, true), &mut out);
+        let c = l.metrics(SimTime(1_000_000));
+        assert_eq!((c.packets, c.bytes, c.busy_ns), (0, 0, 0));
+        assert_eq!(c.class.packets_low, 0);
+        // at 2.5 ms: the first is half sent, the second waits
+        let c = l.metrics(SimTime(2_500_000));
+        assert_eq!((c.packets, c.bytes, c.busy_ns), (1, 1000, 500_000));
+        // after both: 101 ms of transmission at 1 byte per us
+        let c = l.metrics(SimTime(200_000_000));
+        assert_eq!((c.packets, c.bytes, c.busy_ns), (2, 101_000, 101_000_000));
+        assert_eq!(c.class.packets_low, 1);
+        // A (0 to 1 ms), B waiting behind it (1 to 2 ms), C at 1.5 ms (A forgotten
+        // then): at 0.8 ms B has not started (A's share is gone with it: the reader
+        // loses only what ended between its instant and the last arrival)
+        let mut l = link(Limit::Packets(10), LossModel::None, false, false);
+        l.handle(SimTime(0), 0, G(0, 1000, 1, false), &mut out);
+        l.handle(SimTime(500_000), 0, G(1, 1000, 1, false), &mut out);
+        l.handle(SimTime(1_500_000), 0, G(2, 1000, 1, false), &mut out);
+        assert_eq!(l.metrics(SimTime(800_000)).packets, 1);
+        assert_eq!(l.metrics(SimTime(1_500_000)).packets, 2);
+    }
+
+    #[test]
+    fn units_beyond_16_bits_match_the_timer_path() {
+        // sizes up to 200 kB through a byte limit: admission and counters read each
+        // unit's size from its ring entry
+        let a: Vec<(u64, G)> = (0..40u32)
+            .map(|i| {
+                (
+                    i as u64 * 30_000_000,
+                    G(i, [70_000, 200_000, 1500][i as usize % 3], 1, i % 4 == 0),
+                )
+            })
+            .collect();
+        for limit in [
+            Limit::Bytes(250_000),
+            Limit::Bytes(100_000),
+            Limit::Packets(2),
+        ] {
+            let fast = link(limit, LossModel::Bernoulli { p: 0.2 }, false, false);
+            let timer = link(limit, LossModel::Bernoulli { p: 0.2 }, false, false).with_timer();
+            let end = a.last().unwrap().0 + 10_000_000_000;
+            assert_eq!(drive(fast, &a, end), drive(timer, &a, end), "{limit:?}");
+        }
     }
 
     #[test]
