@@ -29,9 +29,6 @@ create_exception!(
     "Bad scenario input: args are (field_path, message)."
 );
 
-/// How long the waiting Python thread sleeps between signal checks. The simulation
-/// itself polls its cancel flag every 4096 events, so Ctrl-C stops a run within about
-/// this long plus a fraction of a millisecond.
 /// The extension's Rust allocations (the simulator's state) come from mimalloc, not
 /// the C library's `malloc`: its segments are 2 MiB-aligned and advised for transparent
 /// huge pages, so a run whose state spreads over tens of MiB (a thousand flows) is not
@@ -42,6 +39,9 @@ create_exception!(
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// How long the waiting Python thread sleeps between signal checks. The simulation
+/// itself polls its cancel flag every 4096 events, so Ctrl-C stops a run within about
+/// this long plus a fraction of a millisecond.
 const SLICE: Duration = Duration::from_millis(20);
 
 fn to_py_err(e: CoreError) -> PyErr {
