@@ -28,8 +28,8 @@ def bench(path, duration=None, repeat=3):
 
 def row(label, r):
     return (f"| {label} | {r['flows']} | {r['sim_s']:g} | {r['wall_s']:.3f} | {r['events'] / 1e6:.2f} M | "
-            f"{r['events_per_s'] / 1e6:.1f} M | {r['hops_per_s'] / 1e6:.1f} M | {r['peak_rss_mib']:.1f} | {r['aggregate_goodput_mbps']:.2f} | "
-            f"{r['jain']:.3f} |")
+            f"{r['events_per_s'] / 1e6:.1f} M | {r['hops_per_s'] / 1e6:.1f} M | {r['peak_rss_mib']:.1f} | "
+            f"{r['aggregate_goodput_mbps']:.2f} | {r['jain']:.3f} |")
 
 
 def main():

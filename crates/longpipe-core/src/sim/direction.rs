@@ -29,6 +29,9 @@ pub fn queue_stream(loss_stream: &str) -> String {
 }
 
 /// What a link direction is built as.
+// (made once per direction and moved into the driver's element enum, where the element
+// stays inline: no box to take out of again)
+#[allow(clippy::large_enum_variant)]
 pub enum Built<'a, U> {
     /// The element, over units `U`.
     Packets(Direction<U>),
