@@ -44,10 +44,10 @@ use std::collections::VecDeque;
 /// One admitted unit's transmission: when it ends, and its size (the low 32 bits),
 /// whether it is of low priority (bit 32) and lost (bit 33). Its start is not kept: the
 /// ring's head started at [`Fifo::head_start`], every later unit when the one before it
-/// ended (it was admitted while the transmitter was busy). (Two words, so
-/// that it is handed to the ring's push in two registers: a struct of five fields went
-/// through memory, and the push's 16-byte load of the narrow stores that built it could
-/// not be forwarded from them: 3 % of dumbbell100's time.)
+/// ended (it was admitted while the transmitter was busy). (Two words, so that it is
+/// handed to the ring's push in two registers: a struct of five fields went through
+/// memory, and the push's 16-byte load of the narrow stores that built it could not be
+/// forwarded from them: 3 % of dumbbell100's time.)
 #[derive(Clone, Copy, Debug)]
 struct Tx {
     end: SimTime,
